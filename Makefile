@@ -1,0 +1,52 @@
+# Two commands on a fresh machine with Python 3.11: `make demo` and `make test`.
+SHELL := /bin/bash
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+PYTHON ?= python3.11
+VENV := $(ROOT)/.venv
+BIN := $(VENV)/bin
+
+export AIRFLOW_HOME := $(ROOT)/var/airflow
+export AIRFLOW__CORE__DAGS_FOLDER := $(ROOT)/dags
+export AIRFLOW__CORE__PLUGINS_FOLDER := $(ROOT)/plugins
+export AIRFLOW__CORE__LOAD_EXAMPLES := False
+export AIRFLOW__CORE__UNIT_TEST_MODE := False
+export PYTHONPATH := $(ROOT):$(ROOT)/plugins
+export PATH := $(BIN):$(PATH)
+export GX_ANALYTICS_ENABLED := False
+
+.PHONY: venv demo test airflow bench warehouse-stop clean
+
+$(BIN)/activate: requirements.txt
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or make PYTHON=/path/to/python3.11)"; exit 1; }
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip==25.3
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $(BIN)/activate
+
+venv: $(BIN)/activate
+
+$(AIRFLOW_HOME)/airflow.db: $(BIN)/activate
+	mkdir -p $(AIRFLOW_HOME)
+	$(BIN)/airflow db migrate >/dev/null
+
+## make demo: embedded warehouse + demo claims + the MedCo DAG end to end + summary
+demo: $(AIRFLOW_HOME)/airflow.db
+	$(BIN)/python -m deid.demo
+
+## make test: the whole test suite (unit, property, warehouse, DAG)
+test: $(AIRFLOW_HOME)/airflow.db
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+## make airflow: Airflow UI with the project's DAGs and the warehouse
+airflow: $(AIRFLOW_HOME)/airflow.db
+	$(BIN)/python -m deid.standalone
+
+## make bench: every benchmark, figures into benchmarks/RESULTS.md
+bench: venv
+	$(BIN)/python -m benchmarks.run_all
+
+warehouse-stop:
+	$(BIN)/python -m deid.warehouse stop
+
+clean: warehouse-stop
+	rm -rf var

@@ -1,0 +1,173 @@
+"""A seeded generator of DE-SynPUF-shaped claims, at any size.
+
+It fills the source tables' columns that the pipeline uses (beneficiary
+summary per year; inpatient, outpatient and carrier claims) with:
+- heavy-tailed code frequencies: codes are drawn from a Zipf law (exponent
+  ``zipf_s``) over a vocabulary of real billable ICD-9-CM codes;
+- groups of co-occurring codes: ``n_groups`` "conditions" of 2-5 codes; each
+  member has a few conditions and most claims carry codes of one of them, so
+  the same codes repeat across a member's visits;
+- claims per member from a negative binomial (mean ``claims_per_member``),
+  about 3% inpatient, 12% outpatient, 85% carrier;
+- ages 0 to 100 on 2008-01-01 and service dates over 2008-01-01..2010-12-31.
+
+The defaults reach the Heritage Health Prize's scale with
+``n_members=113_000`` (about 2.67 million claims).  Members are generated in
+chunks with a generator spawned per chunk from the seed, so the output for a
+given (seed, chunk_members) never depends on how it is consumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from anonymizers.errors import ParameterError
+
+START = np.datetime64("2008-01-01")
+DAYS = int((np.datetime64("2011-01-01") - START).astype(int))
+CLAIM_TYPES = ("inpatient", "outpatient", "carrier")
+TYPE_SHARE = (0.03, 0.12, 0.85)
+MAX_DX = {"inpatient": 10, "outpatient": 10, "carrier": 8}
+HCPCS = np.array(["99213", "99214", "99212", "99232", "36415", "85025", "80053",
+                  "93000", "71020", "97110", "G0008", "J1100"], dtype=object)
+
+
+@dataclass(frozen=True)
+class SyntheticConfig:
+    """Parameters of the generator.
+
+    n_members : int -- number of beneficiaries (>= 1).
+    seed : int -- seed of every random choice.
+    claims_per_member : float, default 23.6 -- mean claims per member (HHP: 2.67M / 113k).
+    n_codes : int, default 2000 -- size of the ICD-9-CM vocabulary drawn from.
+    zipf_s : float, default 1.1 -- exponent of the code-frequency law.
+    n_groups : int, default 300 -- number of co-occurring code groups.
+    chunk_members : int, default 10000 -- members per generated chunk.
+    """
+
+    n_members: int
+    seed: int
+    claims_per_member: float = 23.6
+    n_codes: int = 2000
+    zipf_s: float = 1.1
+    n_groups: int = 300
+    chunk_members: int = 10_000
+
+    def __post_init__(self):
+        if self.n_members < 1:
+            raise ParameterError("n_members", f"must be at least 1, got {self.n_members}")
+        if self.claims_per_member <= 0:
+            raise ParameterError("claims_per_member", "must be positive")
+        if self.n_codes < 10:
+            raise ParameterError("n_codes", "must be at least 10")
+        if self.chunk_members < 1:
+            raise ParameterError("chunk_members", "must be at least 1")
+
+
+def vocabulary(n_codes: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_codes`` billable ICD-9-CM codes (undotted, as CMS writes them), in
+    the random order that decides their Zipf rank."""
+    from anonymizers.hierarchy import icd9cm
+
+    h = icd9cm()
+    leaves = np.array(sorted(c for c in h.parent if not h.children(c)), dtype=object)
+    return rng.choice(leaves, size=min(n_codes, len(leaves)), replace=False)
+
+
+def generate(config: SyntheticConfig) -> Iterator[dict[str, pd.DataFrame]]:
+    """Yield chunks of tables: ``beneficiary_summary``, ``inpatient_claims``,
+    ``outpatient_claims``, ``carrier_claims``, with the source schema's
+    (lower-case) column names."""
+    root = np.random.SeedSequence(config.seed)
+    base = np.random.default_rng(root.spawn(1)[0])
+    vocab = vocabulary(config.n_codes, base)
+    weights = _zipf(len(vocab), config.zipf_s)
+    groups = _groups(config.n_groups, weights, base)
+    n_chunks = -(-config.n_members // config.chunk_members)
+    for c, seq in enumerate(root.spawn(n_chunks + 1)[1:]):
+        rng = np.random.default_rng(seq)
+        first = c * config.chunk_members
+        n = min(config.chunk_members, config.n_members - first)
+        yield _chunk(first, n, config, vocab, weights, groups, rng)
+
+
+def _zipf(n: int, s: float) -> np.ndarray:
+    w = 1.0 / np.arange(1, n + 1) ** s
+    return w / w.sum()
+
+
+def _groups(n_groups: int, weights: np.ndarray, rng) -> list[np.ndarray]:
+    sizes = rng.integers(2, 6, size=n_groups)
+    return [rng.choice(len(weights), size=s, replace=False, p=weights) for s in sizes]
+
+
+def _chunk(first, n, config, vocab, weights, groups, rng) -> dict[str, pd.DataFrame]:
+    ids = np.array([f"{x:016X}" for x in rng.integers(0, 2**63, size=n)], dtype=object)
+    bene = _beneficiaries(ids, rng)
+    counts = rng.negative_binomial(1.5, 1.5 / (1.5 + config.claims_per_member), size=n)
+    member = np.repeat(np.arange(n), counts)
+    kind = rng.choice(3, size=len(member), p=TYPE_SHARE)
+    conditions = rng.integers(0, len(groups), size=(n, 3))
+    out = {"beneficiary_summary": bene}
+    for t, name in enumerate(CLAIM_TYPES):
+        sel = member[kind == t]
+        out[f"{name}_claims"] = _claims(name, ids, sel, first, t, conditions, groups,
+                                        vocab, weights, rng)
+    return out
+
+
+def _beneficiaries(ids: np.ndarray, rng) -> pd.DataFrame:
+    age_days = rng.integers(0, 101 * 365, size=len(ids))
+    birth = START - age_days.astype("timedelta64[D]")
+    frames = []
+    for year in (2008, 2009, 2010):
+        frames.append(pd.DataFrame({
+            "year": year, "desynpuf_id": ids,
+            "bene_birth_dt": np.datetime_as_string(birth, unit="D"),
+            "bene_death_dt": None,
+            "bene_sex_ident_cd": rng.integers(1, 3, size=len(ids)) if year == 2008 else None,
+            "bene_race_cd": rng.choice([1, 2, 3, 5], size=len(ids), p=[.8, .1, .05, .05]),
+            "sp_state_code": rng.integers(1, 55, size=len(ids)).astype(str),
+        }))
+    frames[1]["bene_sex_ident_cd"] = frames[0]["bene_sex_ident_cd"]
+    frames[2]["bene_sex_ident_cd"] = frames[0]["bene_sex_ident_cd"]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _claims(name, ids, member, first, t, conditions, groups, vocab, weights, rng):
+    m = len(member)
+    start = START + rng.integers(0, DAYS, size=m).astype("timedelta64[D]")
+    length = rng.integers(1, 8, size=m) if name == "inpatient" else np.zeros(m, dtype=int)
+    end = np.minimum(start + length.astype("timedelta64[D]"), START + (DAYS - 1))
+    dx = _diagnoses(m, MAX_DX[name], member, conditions, groups, weights, rng)
+    frame = {"desynpuf_id": ids[member],
+             "clm_id": [f"{t}{first + i:07d}{j:06d}" for j, i in enumerate(member)],
+             "clm_from_dt": np.datetime_as_string(start, unit="D"),
+             "clm_thru_dt": np.datetime_as_string(end, unit="D")}
+    codes = np.where(dx >= 0, vocab[np.maximum(dx, 0)], None)
+    for j in range(MAX_DX[name]):
+        frame[f"icd9_dgns_cd_{j + 1}"] = codes[:, j]
+    frame["hcpcs_cd_1"] = rng.choice(HCPCS, size=m)
+    return pd.DataFrame(frame)
+
+
+def _diagnoses(m, width, member, conditions, groups, weights, rng) -> np.ndarray:
+    """(m, width) code indices, -1 padded: most claims start with the codes of
+    one of the member's conditions, then add codes from the Zipf law."""
+    out = np.full((m, width), -1, dtype=np.int64)
+    n_extra = np.minimum(rng.poisson(1.2, size=m) + 1, width)
+    extra = rng.choice(len(weights), size=(m, width), p=weights)
+    use_group = rng.random(m) < 0.7
+    which = conditions[member, rng.integers(0, conditions.shape[1], size=m)]
+    cols = np.arange(width)
+    out[:] = np.where(cols[None, :] < n_extra[:, None], extra, -1)
+    for i in np.flatnonzero(use_group):  # a group's codes first, then the extras
+        g = groups[which[i]][:width]
+        rest = out[i, : width - len(g)].copy()
+        out[i, : len(g)] = g
+        out[i, len(g):] = rest
+    return out

@@ -1,0 +1,83 @@
+"""Measure a benchmark: wall time, peak memory of the process tree, machine facts.
+
+Each benchmark script calls ``run_benchmark(name, fn, **meta)`` where ``fn``
+returns a dict of quality figures; the record goes to
+``benchmarks/results/<name>.json`` and ``make bench`` collects them into
+``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import sys
+import threading
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATASETS = Path(os.environ.get("DEID_DATASETS",
+                               Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+
+
+class _PeakSampler(threading.Thread):
+    """Polls the RSS of this process and its children (psutil) every 50 ms."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.peak = 0
+        self._stop = threading.Event()
+
+    def run(self):
+        import psutil
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for p in [me, *me.children(recursive=True)]:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, total)
+            self._stop.wait(0.05)
+
+    def stop(self):
+        self._stop.set()
+        self.join()
+
+
+def machine() -> dict:
+    import psutil
+    pkgs = {}
+    for name in ("numpy", "pandas", "scipy", "scikit-learn", "mlxtend", "apache-airflow"):
+        try:
+            from importlib.metadata import version
+            pkgs[name] = version(name)
+        except Exception:  # noqa: BLE001 - a missing package is just not listed
+            pass
+    return {"cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "python": platform.python_version(), "platform": platform.platform(),
+            "packages": pkgs}
+
+
+def run_benchmark(name: str, fn, **meta) -> dict:
+    """Run ``fn()`` once, measured; write and return the result record."""
+    sampler = _PeakSampler()
+    sampler.start()
+    t0 = time.perf_counter()
+    figures = fn()
+    wall = time.perf_counter() - t0
+    sampler.stop()
+    self_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    record = {"name": name, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "wall_seconds": round(wall, 3),
+              "peak_memory_mb": round(max(sampler.peak, self_peak) / 2**20, 1),
+              "machine": machine(), **meta, "figures": figures}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=1, default=str))
+    json.dump(record, sys.stdout, indent=1, default=str)
+    print()
+    return record

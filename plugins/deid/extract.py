@@ -1,0 +1,86 @@
+"""Extract: COPY the normalized claims of a release's scope to staging Parquet.
+
+The warehouse streams ``COPY (extract query) TO STDOUT`` into a CSV file in
+staging; pyarrow reads it back in bounded blocks and writes typed,
+zstd-compressed Parquet, checking every block: an empty patient id or a code
+that is not ICD-9-CM stops the run naming the source table, the claim and the
+field.  CMS's masked-code placeholders are dropped and counted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from anonymizers.errors import InputError
+from deid.paths import sql_text
+from deid.synpuf_loader import CMS_PLACEHOLDERS, ICD9_DX
+from deid.warehouse import connect
+
+SCHEMA = pa.schema([("patient_id", pa.string()), ("claim_id", pa.string()),
+                    ("service_date", pa.date32()), ("age_at_service", pa.int16()),
+                    ("code", pa.string())])
+BLOCK_BYTES = 32 << 20
+
+
+def extract_query(scope: str = "TRUE") -> str:
+    if ";" in scope:
+        raise InputError("release scope", "a scope filter must be one SQL expression (no ';')")
+    return sql_text("extract_claims.sql").replace("{scope}", scope)
+
+
+def extract_to_parquet(out: Path, scope: str = "TRUE") -> dict:
+    """Run the extract; returns rows, patients and dropped placeholder counts."""
+    csv_path = out.with_suffix(".csv")
+    with connect() as conn, conn.cursor() as cur, open(csv_path, "w") as f:
+        cur.copy_expert(f"COPY ({extract_query(scope)}) TO STDOUT WITH (FORMAT csv)", f)
+    try:
+        stats = _csv_to_parquet(csv_path, out)
+    finally:
+        csv_path.unlink(missing_ok=True)
+    return stats
+
+
+def _csv_to_parquet(csv_path: Path, out: Path) -> dict:
+    reader = pacsv.open_csv(
+        csv_path, read_options=pacsv.ReadOptions(column_names=SCHEMA.names,
+                                                 block_size=BLOCK_BYTES),
+        convert_options=pacsv.ConvertOptions(column_types=SCHEMA, strings_can_be_null=True))
+    rows = dropped = 0
+    patients: set = set()
+    with pq.ParquetWriter(out, SCHEMA, compression="zstd") as writer:
+        for batch in reader:
+            table = pa.Table.from_batches([batch])
+            table, n_dropped = _check_block(table, rows)
+            dropped += n_dropped
+            rows += table.num_rows
+            patients.update(pc.unique(table["patient_id"]).to_pylist())
+            writer.write_table(table)
+    return {"rows": rows, "patients": len(patients), "placeholder_codes_dropped": dropped}
+
+
+def _check_block(table: pa.Table, offset: int) -> tuple[pa.Table, int]:
+    df = table.to_pandas()
+    for field in ("patient_id", "claim_id", "service_date", "age_at_service"):
+        bad = df[field].isna().to_numpy()
+        if bad.any():
+            _fail(df, offset, bad, field, "empty value")
+    placeholder = df["code"].isin(CMS_PLACEHOLDERS).to_numpy()
+    bad_code = ~df["code"].str.match(ICD9_DX).to_numpy(dtype=bool) & ~placeholder
+    if bad_code.any():
+        _fail(df, offset, bad_code, "code", "not an ICD-9-CM diagnosis code")
+    if placeholder.any():
+        table = table.filter(pa.array(~placeholder))
+    return table, int(placeholder.sum())
+
+
+def _fail(df, offset, bad: np.ndarray, field: str, problem: str):
+    i = int(bad.argmax())
+    claim_type, _, claim = str(df["claim_id"].iloc[i]).partition(":")
+    raise InputError(f"source.{claim_type}_claims", f"{problem}: {df[field].iloc[i]!r} "
+                     f"(claim {claim})", row=offset + i + 1, field=field)

@@ -1,0 +1,129 @@
+"""Atomic load of a release, with its audit row.
+
+A run builds its tables in ``release_build`` under run-scoped names and
+commits them.  The swap is one transaction: drop the previous release table,
+move the new one into ``release`` under the release's name, write the
+restricted rows (dummy map, key fingerprint, privacy policy) and the audit
+row.  A run that fails or is killed before that commit leaves the previous
+release as it was; a leftover build table is dropped by the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import io
+import json
+import re
+
+import pandas as pd
+
+from deid.paths import sql_text
+from deid.warehouse import connect
+
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+
+
+def tokenize(codes: pd.Series, key: bytes) -> pd.Series:
+    """Keyed tokens: HMAC-SHA256(key, code), first 16 hex digits, per distinct code."""
+    uniq = pd.unique(codes)
+    table = {c: hmac.new(key, str(c).encode(), hashlib.sha256).hexdigest()[:16] for c in uniq}
+    return codes.map(table)
+
+
+def key_fingerprint(key: bytes) -> str:
+    return hashlib.sha256(b"fingerprint:" + key).hexdigest()
+
+
+def table_ddl(block: str, table: str) -> str:
+    """The CREATE TABLE of ``-- name: block`` in sql/release_tables.sql."""
+    text = sql_text("release_tables.sql")
+    m = re.search(rf"-- name: {block}\n(.*?)(?=\n-- name:|\Z)", text, re.S)
+    if not m:
+        raise KeyError(f"no release table block {block!r} in sql/release_tables.sql")
+    stmt = "\n".join(l for l in m.group(1).splitlines() if not l.startswith("--"))
+    return stmt.replace("{table}", table)
+
+
+def build_name(release: str, run_id: str) -> str:
+    return f"{release}__{hashlib.sha256(run_id.encode()).hexdigest()[:12]}"
+
+
+def build(release: str, run_id: str, block: str, frame: pd.DataFrame) -> str:
+    """Create and fill ``release_build.<release>__<run>``; returns its name."""
+    _check_name(release)
+    name = build_name(release, run_id)
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS release_build.{name}")
+        cur.execute(table_ddl(block, f"release_build.{name}"))
+        buf = io.StringIO()
+        frame.to_csv(buf, index=False, header=False)
+        buf.seek(0)
+        cur.copy_expert(f"COPY release_build.{name} FROM STDIN WITH (FORMAT csv)", buf)
+    return name
+
+
+def swap(release: str, run_id: str, built: str, restricted: dict, audit: dict) -> None:
+    """Swap the built table in and record everything, in one transaction."""
+    _check_name(release)
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (release,))
+        cur.execute(f"DROP TABLE IF EXISTS release.{release}")
+        cur.execute(f"ALTER TABLE release_build.{built} SET SCHEMA release")
+        cur.execute(f"ALTER TABLE release.{built} RENAME TO {release}")
+        _write_restricted(cur, release, run_id, restricted)
+        insert_audit(cur, {**audit, "outcome": "loaded"})
+
+
+def _write_restricted(cur, release, run_id, restricted: dict) -> None:
+    for table in ("dummy_map", "token_keys", "privacy_policies"):
+        cur.execute(f"DELETE FROM restricted.{table} WHERE release_name = %s AND run_id = %s",
+                    (release, run_id))
+    if restricted.get("dummy_map") is not None:
+        dm = restricted["dummy_map"].assign(release_name=release, run_id=run_id)
+        _copy(cur, "restricted.dummy_map",
+              dm[["release_name", "run_id", "pseudonym", "is_dummy", "made_from"]])
+    if restricted.get("key_sha256"):
+        cur.execute("INSERT INTO restricted.token_keys VALUES (%s, %s, %s)",
+                    (release, run_id, restricted["key_sha256"]))
+    policy = restricted.get("policy")
+    if policy:
+        rows = [(release, run_id, policy["k"], policy["filter"], i, c)
+                for i, cons in enumerate(policy["constraints"]) for c in cons]
+        _copy(cur, "restricted.privacy_policies", pd.DataFrame(rows))
+
+
+def _copy(cur, table: str, frame: pd.DataFrame) -> None:
+    buf = io.StringIO()
+    frame.to_csv(buf, index=False, header=False, na_rep="\\N")
+    buf.seek(0)
+    cur.copy_expert(f"COPY {table} FROM STDIN WITH (FORMAT csv, NULL '\\N')", buf)
+
+
+AUDIT_COLUMNS = ("release_name", "run_id", "method", "params", "seed", "policy_versions",
+                 "input_rows", "output_rows", "risk_before", "risk_after", "metrics",
+                 "verdicts", "code_version", "started_at", "outcome", "error", "report_path")
+JSON_COLUMNS = {"params", "policy_versions", "risk_before", "risk_after", "metrics", "verdicts"}
+
+
+def insert_audit(cur, row: dict) -> None:
+    values = [json.dumps(row.get(c), default=str) if c in JSON_COLUMNS else row.get(c)
+              for c in AUDIT_COLUMNS]
+    cur.execute(f"INSERT INTO audit.release_runs ({', '.join(AUDIT_COLUMNS)}) "
+                f"VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})", values)
+
+
+def record_failure(row: dict) -> None:
+    with connect() as conn, conn.cursor() as cur:
+        insert_audit(cur, {**row, "outcome": "failed"})
+
+
+def drop_stale_builds(release: str, run_id: str) -> None:
+    """Drop this run's build table if a killed attempt left one."""
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS release_build.{build_name(release, run_id)}")
+
+
+def _check_name(release: str) -> None:
+    if not NAME.match(release):
+        raise ValueError(f"release name {release!r} must match {NAME.pattern}")

@@ -1,0 +1,145 @@
+"""Load DE-SynPUF CSV files, as CMS publishes them, into the source schema.
+
+Files may be gzip or plain, with a quoted (CMS originals) or unquoted header;
+the kind of file and the year of a beneficiary summary come from the CMS file
+name (``DE1_0_2008_Beneficiary_Summary_File_Sample_1.csv``...).  Every value
+the pipeline uses is checked before anything is written: a missing column, an
+unparseable date, a diagnosis code that is not ICD-9-CM or an empty patient
+id raises ``InputError`` naming the file, the data row and the field, and the
+transaction that holds every file's rows is rolled back.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from anonymizers.errors import InputError
+from deid.warehouse import connect
+
+CHUNK_ROWS = 200_000
+ICD9_DX = re.compile(r"^(\d{3}(\.?\d{1,2})?|V\d{2}(\.?\d{1,2})?|E\d{3}(\.?\d)?)$")
+# Values CMS writes in DE-SynPUF diagnosis fields where a code was masked;
+# they are loaded as published and dropped at extract (see deid.extract).
+CMS_PLACEHOLDERS = frozenset({"OTHER", "XX000"})
+KINDS = {"Beneficiary_Summary": "beneficiary_summary", "Inpatient_Claims": "inpatient_claims",
+         "Outpatient_Claims": "outpatient_claims", "Carrier_Claims": "carrier_claims"}
+
+
+def table_columns(conn, table: str) -> list[tuple[str, str]]:
+    """(column, type) of ``source.<table>`` in table order."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT column_name, data_type FROM information_schema.columns "
+                    "WHERE table_schema = 'source' AND table_name = %s ORDER BY ordinal_position",
+                    (table,))
+        return cur.fetchall()
+
+
+def kind_of(path: Path) -> tuple[str, int | None]:
+    """(source table, year or None) from a CMS file name."""
+    for marker, table in KINDS.items():
+        if marker in path.name:
+            year = None
+            if table == "beneficiary_summary":
+                m = re.search(r"DE1_0_(\d{4})_", path.name)
+                if not m:
+                    raise InputError(str(path), "cannot tell the year from the file name")
+                year = int(m.group(1))
+            return table, year
+    raise InputError(str(path), f"not a DE-SynPUF file name (expected one of {list(KINDS)})")
+
+
+def load_files(paths: list[str | Path]) -> dict[str, int]:
+    """Load every file in one transaction; returns rows loaded per file name."""
+    counts = {}
+    with connect() as conn:
+        for p in map(Path, paths):
+            table, year = kind_of(p)
+            columns = table_columns(conn, table)
+            n = 0
+            for offset, chunk in _chunks(p):
+                frame = prepare_frame(chunk, columns, str(p), offset, year)
+                copy_frame(conn, f"source.{table}", frame)
+                n += len(frame)
+            counts[p.name] = n
+    return counts
+
+
+def _chunks(path: Path):
+    reader = pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=CHUNK_ROWS,
+                         compression="infer")
+    offset = 0
+    try:
+        for chunk in reader:
+            yield offset, chunk
+            offset += len(chunk)
+    except pd.errors.EmptyDataError:
+        raise InputError(str(path), "file is empty (no header)") from None
+
+
+def prepare_frame(df: pd.DataFrame, columns: list[tuple[str, str]], source: str,
+                  offset: int = 0, year: int | None = None) -> pd.DataFrame:
+    """Check and convert a CMS-layout frame to the table's columns.
+
+    ``offset`` is the number of data rows before this chunk (for row numbers).
+    """
+    df = df.rename(columns=lambda c: c.strip().strip('"').upper())
+    out = {}
+    for name, dtype in columns:
+        if name == "year":
+            out[name] = np.full(len(df), year)
+            continue
+        col = name.upper()
+        if col not in df.columns:
+            raise InputError(source, f"missing column; found {len(df.columns)} columns",
+                             field=col)
+        values = df[col].fillna("").str.strip()
+        out[name] = _convert(values, dtype, col, source, offset)
+    _check_ids(df, source, offset)
+    return pd.DataFrame(out)
+
+
+def _convert(values: pd.Series, dtype: str, col: str, source: str, offset: int):
+    empty = values.eq("").to_numpy()
+    if dtype == "date":
+        parsed = pd.to_datetime(values, format="%Y%m%d", errors="coerce")
+        _raise_first(source, offset, col, (~empty) & parsed.isna().to_numpy(),
+                     values, "unparseable date (expected YYYYMMDD)")
+        return parsed.dt.strftime("%Y-%m-%d").where(~empty, None)
+    if dtype in ("smallint", "integer", "numeric"):
+        num = pd.to_numeric(values.where(~empty, None), errors="coerce")
+        _raise_first(source, offset, col, (~empty) & num.isna().to_numpy(), values,
+                     "not a number")
+        return values.where(~empty, None)
+    if "ICD9_DGNS" in col:
+        ok = values.str.match(ICD9_DX) | values.isin(CMS_PLACEHOLDERS)
+        _raise_first(source, offset, col, (~empty) & ~ok.to_numpy(), values,
+                     "not an ICD-9-CM diagnosis code")
+    return values.where(~empty, None)
+
+
+def _check_ids(df: pd.DataFrame, source: str, offset: int) -> None:
+    for col in ("DESYNPUF_ID", "CLM_ID"):
+        if col in df.columns:
+            bad = df[col].fillna("").str.strip().eq("").to_numpy()
+            _raise_first(source, offset, col, bad, df[col], "empty identifier")
+
+
+def _raise_first(source, offset, col, bad: np.ndarray, values, problem: str) -> None:
+    if bad.any():
+        i = int(bad.argmax())
+        raise InputError(source, f"{problem}: {values.iloc[i]!r}", row=offset + i + 1, field=col)
+
+
+def copy_frame(conn, table: str, frame: pd.DataFrame) -> None:
+    """COPY a frame (columns in table order) into ``table`` as CSV."""
+    buf = io.StringIO()
+    frame.to_csv(buf, index=False, header=False, na_rep="\\N")
+    buf.seek(0)
+    cols = ", ".join(frame.columns)
+    with conn.cursor() as cur:
+        cur.copy_expert(f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv, NULL '\\N')", buf)

@@ -1,0 +1,117 @@
+"""Connections to the warehouse: a configured server, or the embedded default.
+
+If ``AIRFLOW_CONN_WAREHOUSE`` is set (an Airflow connection URI, or any way
+Airflow can resolve the ``warehouse`` connection id when running inside
+Airflow) that server is used and nothing is started.  Otherwise a PostgreSQL
+from the ``pgserver`` package is started with its data in ``var/warehouse``
+(it keeps running for later tasks; ``python -m deid.warehouse stop`` stops it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from urllib.parse import unquote, urlparse
+
+import psycopg2
+
+from deid.paths import sql_text, var_dir
+
+CONN_ID = "warehouse"
+
+
+def embedded_dir():
+    return var_dir() / "warehouse"
+
+
+def _configured_dsn() -> str | None:
+    uri = os.environ.get("AIRFLOW_CONN_WAREHOUSE")
+    if uri:
+        return _uri_to_dsn(uri)
+    return None
+
+
+def _uri_to_dsn(uri: str) -> str:
+    """Airflow's ``postgres://`` scheme to a libpq URI (host may be a socket dir)."""
+    u = urlparse(uri)
+    host = unquote(u.hostname or "") if u.hostname else ""
+    parts = {"dbname": (u.path or "/postgres").lstrip("/") or "postgres",
+             "user": unquote(u.username or "postgres"), "host": host or None,
+             "port": u.port, "password": unquote(u.password) if u.password else None}
+    if u.query:
+        for kv in u.query.split("&"):
+            k, _, v = kv.partition("=")
+            if k in ("host", "sslmode", "options"):
+                parts[k] = unquote(v)
+    return " ".join(f"{k}={_quote(v)}" for k, v in parts.items() if v not in (None, ""))
+
+
+def _quote(v) -> str:
+    v = str(v).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{v}'"
+
+
+def start_embedded():
+    """Start (or attach to) the embedded server; returns its libpq URI."""
+    import pgserver
+
+    path = embedded_dir()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = pgserver.get_server(path, cleanup_mode=None)
+    return server.get_uri()
+
+
+def stop_embedded() -> None:
+    import pgserver
+
+    if (embedded_dir() / "postmaster.pid").exists():
+        server = pgserver.get_server(embedded_dir(), cleanup_mode="stop")
+        server.cleanup()
+
+
+def dsn() -> str:
+    """The libpq connection string of the warehouse to use."""
+    return _configured_dsn() or start_embedded()
+
+
+def is_embedded() -> bool:
+    return _configured_dsn() is None
+
+
+@contextlib.contextmanager
+def connect(autocommit: bool = False):
+    """A psycopg2 connection; commits on success, rolls back on error."""
+    conn = psycopg2.connect(dsn())
+    conn.autocommit = autocommit
+    try:
+        yield conn
+        if not autocommit:
+            conn.commit()
+    except BaseException:
+        if not autocommit:
+            conn.rollback()
+        raise
+    finally:
+        conn.close()
+
+
+def ensure_schemas() -> None:
+    """Create the source and release schemas if they are missing (idempotent)."""
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(8817)")  # concurrent tasks: one DDL at a time
+        cur.execute(sql_text("source_schema.sql"))
+        cur.execute(sql_text("release_schema.sql"))
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1] if len(sys.argv) > 1 else "start"
+    if cmd == "start":
+        print(dsn())
+    elif cmd == "stop":
+        stop_embedded()
+    elif cmd == "init":
+        ensure_schemas()
+        print("schemas ready")
+    else:
+        sys.exit(f"usage: python -m deid.warehouse start|stop|init (got {cmd!r})")

@@ -1,0 +1,61 @@
+-- Release side of the warehouse.
+--   release      the de-identified tables readers may see (swapped in atomically)
+--   release_build  where a run builds its tables before the swap (loader only)
+--   restricted   what must never reach readers: which pseudonyms are dummies,
+--                token keys, privacy policies (rare code combinations)
+--   audit        one row per run, successful or not
+CREATE SCHEMA IF NOT EXISTS release;
+CREATE SCHEMA IF NOT EXISTS release_build;
+CREATE SCHEMA IF NOT EXISTS restricted;
+CREATE SCHEMA IF NOT EXISTS audit;
+
+CREATE TABLE IF NOT EXISTS audit.release_runs (
+    release_name   text NOT NULL,
+    run_id         text NOT NULL,
+    method         text NOT NULL,
+    params         jsonb NOT NULL,
+    seed           bigint NOT NULL,
+    policy_versions jsonb NOT NULL DEFAULT '{}',
+    input_rows     bigint,
+    output_rows    bigint,
+    risk_before    jsonb,
+    risk_after     jsonb,
+    metrics        jsonb,
+    verdicts       jsonb,
+    code_version   text,
+    started_at     timestamptz NOT NULL,
+    ended_at       timestamptz NOT NULL DEFAULT now(),
+    outcome        text NOT NULL CHECK (outcome IN ('loaded', 'failed')),
+    error          text,
+    report_path    text,
+    PRIMARY KEY (release_name, run_id, ended_at)
+);
+
+-- Which released pseudonyms are dummies (MedCo), by release and run.
+CREATE TABLE IF NOT EXISTS restricted.dummy_map (
+    release_name text NOT NULL,
+    run_id       text NOT NULL,
+    pseudonym    text NOT NULL,
+    is_dummy     boolean NOT NULL,
+    made_from    text,            -- pseudonym of the real patient a dummy copies the size of
+    PRIMARY KEY (release_name, run_id, pseudonym)
+);
+
+-- The HMAC key that turned codes into tokens for a release.
+CREATE TABLE IF NOT EXISTS restricted.token_keys (
+    release_name text NOT NULL,
+    run_id       text NOT NULL,
+    key_sha256   text NOT NULL,   -- fingerprint; the key itself stays in the Airflow secret
+    PRIMARY KEY (release_name, run_id)
+);
+
+-- The PPE privacy policy a run extracted (what the generalization methods consume).
+CREATE TABLE IF NOT EXISTS restricted.privacy_policies (
+    release_name  text NOT NULL,
+    run_id        text NOT NULL,
+    k             integer NOT NULL,
+    filter        text NOT NULL,
+    constraint_id integer NOT NULL,
+    code          text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS privacy_policies_run ON restricted.privacy_policies (release_name, run_id);

@@ -1,0 +1,51 @@
+"""Shared fixtures.  Tests that need ../shared/datasets are marked ``datasets``
+and are skipped, with the reason, on machines that do not have it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASETS = Path(os.environ.get("DEID_DATASETS", ROOT.parent / "shared" / "datasets"))
+
+# The same environment `make test` exports, for running pytest directly.
+for _name, _value in {
+    "AIRFLOW_HOME": ROOT / "var" / "airflow",
+    "AIRFLOW__CORE__DAGS_FOLDER": ROOT / "dags",
+    "AIRFLOW__CORE__PLUGINS_FOLDER": ROOT / "plugins",
+    "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    "GX_ANALYTICS_ENABLED": "False",
+}.items():
+    os.environ.setdefault(_name, str(_value))
+for _p in (ROOT, ROOT / "plugins"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "datasets: needs ../shared/datasets (real public data)")
+    config.addinivalue_line("markers", "warehouse: needs a running PostgreSQL warehouse")
+    config.addinivalue_line("markers", "airflow: runs Airflow itself (DagBag, dag.test, UI)")
+
+
+@pytest.fixture(scope="session")
+def datasets_dir() -> Path:
+    if not DATASETS.is_dir():
+        pytest.skip(f"real datasets not present at {DATASETS}")
+    return DATASETS
+
+
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("default", max_examples=60, deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("thorough", max_examples=500, deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+except ImportError:  # pragma: no cover - hypothesis is pinned in requirements.txt
+    pass
