@@ -19,6 +19,8 @@ for _name, _value in {
     "AIRFLOW__CORE__PLUGINS_FOLDER": ROOT / "plugins",
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
     "GX_ANALYTICS_ENABLED": "False",
+    # tests get their own embedded warehouse and staging, apart from the demo's
+    "DEID_VAR_DIR": ROOT / "var" / "test",
 }.items():
     os.environ.setdefault(_name, str(_value))
 for _p in (ROOT, ROOT / "plugins"):
@@ -49,3 +51,22 @@ try:
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 except ImportError:  # pragma: no cover - hypothesis is pinned in requirements.txt
     pass
+
+
+@pytest.fixture(scope="session")
+def warehouse():
+    """The warehouse with its schemas (embedded unless AIRFLOW_CONN_WAREHOUSE is set)."""
+    from deid import warehouse as wh
+
+    wh.ensure_schemas()
+    return wh
+
+
+@pytest.fixture
+def empty_source(warehouse):
+    """An empty source schema for a test that loads its own claims."""
+    from deid.demo_data import TABLES
+
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))
+    return warehouse

@@ -1,0 +1,65 @@
+"""Extract: COPY of the normalized claims into owner-only Parquet staging."""
+
+from __future__ import annotations
+
+import stat
+
+import pandas as pd
+import pytest
+
+from anonymizers.errors import InputError
+from deid import staging
+from deid.demo_data import load_synthetic
+from deid.extract import extract_to_parquet
+
+pytestmark = pytest.mark.warehouse
+
+
+@pytest.fixture
+def synthetic(empty_source):
+    return load_synthetic(n_members=200, seed=7)
+
+
+def test_extract_matches_the_source_claims(synthetic, empty_source, tmp_path):
+    out = tmp_path / "claims.parquet"
+    stats = extract_to_parquet(out)
+    df = pd.read_parquet(out)
+    assert list(df.columns) == ["patient_id", "claim_id", "service_date", "age_at_service",
+                                "code"]
+    assert stats["rows"] == len(df) and stats["patients"] == df["patient_id"].nunique()
+    with empty_source.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM (SELECT desynpuf_id, clm_id FROM source.carrier_claims"
+                    " UNION ALL SELECT desynpuf_id, clm_id FROM source.inpatient_claims"
+                    " UNION ALL SELECT desynpuf_id, clm_id FROM source.outpatient_claims) c")
+        n_claims = cur.fetchone()[0]
+    assert df["claim_id"].nunique() == n_claims
+    assert not df.duplicated(["claim_id", "code"]).any()
+    assert df["age_at_service"].between(0, 103).all()
+    assert df["service_date"].min() >= pd.Timestamp("2008-01-01").date()
+
+
+def test_scope_filter_restricts_claims(synthetic, tmp_path):
+    all_rows = extract_to_parquet(tmp_path / "a.parquet")["rows"]
+    scoped = extract_to_parquet(tmp_path / "b.parquet", "c.clm_from_dt >= '2010-01-01'")
+    assert 0 < scoped["rows"] < all_rows
+    with pytest.raises(InputError, match="one SQL expression"):
+        extract_to_parquet(tmp_path / "c.parquet", "TRUE; DROP TABLE source.carrier_claims")
+
+
+def test_bad_code_in_the_warehouse_names_table_and_field(synthetic, empty_source, tmp_path):
+    with empty_source.connect() as conn, conn.cursor() as cur:
+        cur.execute("UPDATE source.carrier_claims SET icd9_dgns_cd_2 = 'NOT-A-CODE' "
+                    "WHERE clm_id = (SELECT min(clm_id) FROM source.carrier_claims)")
+    with pytest.raises(InputError) as err:
+        extract_to_parquet(tmp_path / "claims.parquet")
+    assert err.value.source == "source.carrier_claims" and err.value.field == "code"
+    assert err.value.row is not None
+
+
+def test_staging_is_owner_only_and_removed(tmp_path):
+    path = staging.run_dir("medco_codes", "manual__2026-01-01T00:00:00+00:00")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    assert "dags" not in path.parts
+    (path / "x").write_text("identifiable")
+    assert staging.cleanup("medco_codes", "manual__2026-01-01T00:00:00+00:00")
+    assert not path.exists()
