@@ -45,32 +45,48 @@ def table_ddl(block: str, table: str) -> str:
     return stmt.replace("{table}", table)
 
 
-def build_name(release: str, run_id: str) -> str:
-    return f"{release}__{hashlib.sha256(run_id.encode()).hexdigest()[:12]}"
+def build_name(release: str, run_id: str, block: str = "") -> str:
+    """``b<hash of release and run>_<block>``: short (PostgreSQL names stop at 63)
+    and distinct for two releases that share a run id."""
+    tag = hashlib.sha256(f"{release}\0{run_id}".encode()).hexdigest()[:12]
+    return f"b{tag}_{block}"
 
 
-def build(release: str, run_id: str, block: str, frame: pd.DataFrame) -> str:
-    """Create and fill ``release_build.<release>__<run>``; returns its name."""
+def release_table_names(table: str, blocks) -> dict[str, str]:
+    """One table keeps the destination name; several get ``<table>_<block>``."""
+    blocks = list(blocks)
+    if len(blocks) == 1:
+        return {blocks[0]: table}
+    return {b: f"{table}_{b.split('_', 1)[-1]}" for b in blocks}
+
+
+def build_all(release: str, run_id: str, table: str,
+              frames: dict[str, pd.DataFrame]) -> dict[str, str]:
+    """Create and fill one build table per block; returns {final name: build name}."""
     _check_name(release)
-    name = build_name(release, run_id)
+    _check_name(table)
+    names = release_table_names(table, frames)
+    built = {}
     with connect() as conn, conn.cursor() as cur:
-        cur.execute(f"DROP TABLE IF EXISTS release_build.{name}")
-        cur.execute(table_ddl(block, f"release_build.{name}"))
-        buf = io.StringIO()
-        frame.to_csv(buf, index=False, header=False)
-        buf.seek(0)
-        cur.copy_expert(f"COPY release_build.{name} FROM STDIN WITH (FORMAT csv)", buf)
-    return name
+        for block, frame in frames.items():
+            name = build_name(release, run_id, block)
+            cur.execute(f"DROP TABLE IF EXISTS release_build.{name}")
+            cur.execute(table_ddl(block, f"release_build.{name}"))
+            _copy(cur, f"release_build.{name}", frame)
+            built[names[block]] = name
+    return built
 
 
-def swap(release: str, run_id: str, built: str, restricted: dict, audit: dict) -> None:
-    """Swap the built table in and record everything, in one transaction."""
+def swap(release: str, run_id: str, built: dict[str, str], restricted: dict,
+         audit: dict) -> None:
+    """Swap the built tables in and record everything, in one transaction."""
     _check_name(release)
     with connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (release,))
-        cur.execute(f"DROP TABLE IF EXISTS release.{release}")
-        cur.execute(f"ALTER TABLE release_build.{built} SET SCHEMA release")
-        cur.execute(f"ALTER TABLE release.{built} RENAME TO {release}")
+        for final, name in built.items():
+            cur.execute(f"DROP TABLE IF EXISTS release.{final}")
+            cur.execute(f"ALTER TABLE release_build.{name} SET SCHEMA release")
+            cur.execute(f"ALTER TABLE release.{name} RENAME TO {final}")
         _write_restricted(cur, release, run_id, restricted)
         insert_audit(cur, {**audit, "outcome": "loaded"})
 
@@ -119,9 +135,13 @@ def record_failure(row: dict) -> None:
 
 
 def drop_stale_builds(release: str, run_id: str) -> None:
-    """Drop this run's build table if a killed attempt left one."""
+    """Drop the build tables a killed attempt of this run left behind."""
+    prefix = build_name(release, run_id)
     with connect() as conn, conn.cursor() as cur:
-        cur.execute(f"DROP TABLE IF EXISTS release_build.{build_name(release, run_id)}")
+        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'release_build' "
+                    "AND starts_with(tablename, %s)", (prefix,))
+        for (name,) in cur.fetchall():
+            cur.execute(f"DROP TABLE release_build.{name}")
 
 
 def _check_name(release: str) -> None:

@@ -31,15 +31,16 @@ def test_every_dag_has_tags_owner_retries_doc(dagbag):
             assert task.retries is not None, f"{dag_id}.{task.task_id}: retries"
 
 
-def test_medco_dag_order_and_params(dagbag):
-    dag = dagbag.get_dag("deid_medco")
-    order = ["prepare", "extract", "privacy_policy", "cluster_codes", "dummies", "validate",
-             "load"]
+def test_release_dag_order_and_params(dagbag):
+    dag = dagbag.get_dag("deid_medco_codes")
+    order = ["prepare", "extract", "privacy_policy", "choose_method", "medco_cluster_codes",
+             "medco_dummies", "validate", "load"]
     for up, down in zip(order, order[1:]):
         assert down in dag.get_task(up).downstream_task_ids, f"{up} -> {down}"
     assert dag.get_task("cleanup").is_teardown
     assert dag.get_task("validate").retries == 0
-    for name in ("k", "ppe_filter", "min_anonymity_set", "n_clusters", "seed"):
+    for name, param in dag.params.items():
         p = dag.params.get_param(name)
-        assert p.schema.get("title") and p.description, name
+        assert p.schema.get("title") and p.description and p.schema.get("section"), name
     assert dag.params.get_param("k").schema["minimum"] == 2
+    assert dag.params["method"] == "medco"

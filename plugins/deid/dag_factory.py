@@ -1,0 +1,130 @@
+"""One DAG per release file: the task order every release shares.
+
+prepare -> extract -> privacy_policy -> choose_method -> <method's steps>
+        -> validate -> load, with cleanup as the teardown of prepare.
+The trigger form offers every method with its parameters in a section of
+its own, prefilled from the release file; Airflow validates them (types,
+enums, bounds) before the run starts, and ``choose_method`` re-checks the
+chosen method's parameters together.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from deid import steps
+from deid.airflow_glue import (audit_base, current_run, no_retry_on_bad_data,
+                               on_task_failure)
+from deid.methods import COMMON_PARAMS, METHODS, check_params, param_schemas
+from deid.releases import Release
+
+UI_KEYS = ("title", "description", "default")
+
+
+def form_params(release: Release) -> dict:
+    from airflow.sdk import Param
+
+    params = {
+        "method": Param(release.method, enum=sorted(METHODS), title="Method",
+                        description="The anonymization method of this run.", section="Method"),
+        "scope": Param(release.scope, type="string", title="Source scope",
+                       description="SQL filter over the claims (alias c).", section="Method"),
+    }
+    sections = [("Privacy policy (PPE)", COMMON_PARAMS)]
+    sections += [(module.TITLE, module.PARAMS) for module in METHODS.values()]
+    for section, schemas in sections:
+        for name, schema in schemas.items():
+            if name in params:
+                continue  # shared by two methods: one field
+            value = release.params.get(name, schema["default"])
+            rest = {k: v for k, v in schema.items() if k not in UI_KEYS}
+            params[name] = Param(value, title=schema["title"], description=schema["description"],
+                                 section=section, **rest)
+    return params
+
+
+def method_params(params: dict) -> dict:
+    """The chosen method's parameters (plus the common ones), as the audit records them."""
+    return {name: params[name] for name in param_schemas(params["method"]) if name in params}
+
+
+def build_dag(release: Release):
+    from airflow.sdk import DAG, Variable, task
+
+    default_args = {"owner": "deid", "retries": 2, "retry_delay": dt.timedelta(seconds=30),
+                    "retry_exponential_backoff": True,
+                    "on_failure_callback": on_task_failure(release.name, release.method)}
+    doc = f"**{release.name}** (v{release.version}, `{release.path.name}`): " \
+          f"{release.description}\n\n{__doc__}"
+    with DAG(dag_id=release.dag_id, schedule=release.schedule, start_date=dt.datetime(2026, 1, 1),
+             catchup=False, max_active_runs=1, params=form_params(release),
+             default_args=default_args, tags=["deid", release.method], doc_md=doc) as dag:
+
+        @task
+        def prepare() -> dict:
+            return steps.prepare(current_run(release.name))
+
+        @task
+        @no_retry_on_bad_data
+        def extract(params=None) -> dict:
+            return steps.extract(current_run(release.name), params["scope"])
+
+        @task
+        @no_retry_on_bad_data
+        def privacy_policy(params=None) -> dict:
+            return steps.privacy_policy(current_run(release.name), params["k"],
+                                        params["ppe_filter"])
+
+        @task.branch(retries=0)
+        @no_retry_on_bad_data
+        def choose_method(params=None) -> str:
+            check_params(params["method"], method_params(params))
+            return f"{params['method']}_{METHODS[params['method']].STEPS[0]}"
+
+        @task(trigger_rule="none_failed_min_one_success", retries=0)
+        @no_retry_on_bad_data
+        def validate(params=None) -> dict:
+            return steps.validate(current_run(release.name), params["method"],
+                                  method_params(params), release.thresholds)
+
+        @task
+        @no_retry_on_bad_data
+        def load(started: dict, extracted: dict, policy: dict, params=None) -> dict:
+            run = current_run(release.name)
+            chosen = method_params(params)
+            audit = {**audit_base(release.name, params["method"], chosen, started["started_at"]),
+                     "run_id": run.run_id, "input_rows": extracted["rows"],
+                     "policy_versions": {"release_file": release.version},
+                     "risk_before": {"privacy_constraints": policy["constraints"]},
+                     "metrics": {"extract": extracted, "ppe": policy}}
+            return steps.load(run, params["method"], chosen, Variable.get("deid_token_key"),
+                              release.destination, audit)
+
+        @task
+        def cleanup() -> bool:
+            return steps.cleanup(current_run(release.name))
+
+        started, extracted, policy = prepare(), extract(), privacy_policy()
+        chooser, checked = choose_method(), validate()
+        started >> extracted >> policy >> chooser
+        for method, module in METHODS.items():
+            chain = [_method_task(release.name, method, step) for step in module.STEPS]
+            chooser >> chain[0]
+            for up, down in zip(chain, chain[1:]):
+                up >> down
+            chain[-1] >> checked
+        loaded = load(started, extracted, policy)
+        checked >> loaded >> cleanup().as_teardown(setups=started)
+    return dag
+
+
+def _method_task(release_name: str, method: str, step: str):
+    from airflow.sdk import task
+
+    @task(task_id=f"{method}_{step}")
+    @no_retry_on_bad_data
+    def run_step(params=None) -> dict:
+        return steps.method_step(current_run(release_name), method, step,
+                                 method_params(params))
+
+    return run_step()

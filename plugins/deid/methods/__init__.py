@@ -1,0 +1,51 @@
+"""The release methods the DAGs can run, and the parameters of each.
+
+Each method module defines:
+  TITLE             the name shown in the trigger form's section
+  PARAMS            {name: JSON schema with default, title, description}
+  STEPS             names of the module's step functions, in order; each is
+                    fn(run, params) -> small dict, and one DAG task
+  verify(run, params) -> list of verdict dicts (the independent verifiers)
+  gates(run, params, claims) -> list of (table, frame, expectations)
+  release_tables(run, params, token_key) -> {block: frame}  (sql/release_tables.sql blocks)
+  restricted(run, params) -> dict for the restricted schema
+  metrics(run) -> the figures for the audit row
+"""
+
+from __future__ import annotations
+
+import jsonschema
+
+from deid.methods import medco
+
+METHODS = {"medco": medco}
+
+COMMON_PARAMS = {
+    "k": {"type": "integer", "minimum": 2, "maximum": 1000, "default": 5,
+          "title": "k", "description": "A code combination supported by fewer than k patients "
+          "is a privacy constraint (PPE) and must be protected."},
+    "ppe_filter": {"enum": ["all-visits", "single-visit"], "default": "all-visits",
+                   "title": "PPE filter", "description": "What an attacker is assumed to know: "
+                   "the codes of one claim (single-visit) or all of a patient's (all-visits)."},
+    "seed": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1, "default": 20081,
+             "title": "Seed", "description": "Seeds every random choice; recorded with the "
+             "release."},
+}
+
+
+def param_schemas(method: str) -> dict:
+    return {**COMMON_PARAMS, **METHODS[method].PARAMS}
+
+
+def check_params(method: str, params: dict) -> None:
+    """Raise ValueError('<param>: <problem>') for an unknown or invalid parameter."""
+    schemas = param_schemas(method)
+    for name, value in params.items():
+        if name not in schemas:
+            raise ValueError(f"{name}: not a parameter of {method}; known: {sorted(schemas)}")
+        schema = {k: v for k, v in schemas[name].items()
+                  if k not in ("default", "title", "description")}
+        try:
+            jsonschema.validate(value, schema)
+        except jsonschema.ValidationError as exc:
+            raise ValueError(f"{name}: {exc.message}") from None

@@ -1,0 +1,85 @@
+"""MedCo (seed 003): code clustering, then dummy patients flattening code
+frequencies inside each cluster; codes are released as keyed tokens."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from deid import load as load_mod
+from deid import validation
+
+TITLE = "MedCo dummy patients"
+PARAMS = {
+    "min_anonymity_set": {"type": "integer", "minimum": 1, "maximum": 100000, "default": 20,
+                          "title": "Minimum anonymity set",
+                          "description": "Fewest codes a frequency cluster may hold: codes of "
+                                         "equal frequency in a cluster cannot be told apart."},
+    "n_clusters": {"type": ["null", "integer"], "minimum": 1, "maximum": 10000,
+                   "default": None, "title": "Number of code clusters",
+                   "description": "Clusters of the hierarchical clustering; empty: as many as "
+                                  "the minimum anonymity set allows."},
+}
+STEPS = ("cluster_codes", "dummies")
+
+
+def _patient_codes(run) -> pd.DataFrame:
+    return (pd.read_parquet(run.path("claims.parquet"), columns=["patient_id", "code"])
+            .drop_duplicates(ignore_index=True))
+
+
+def cluster_codes(run, params) -> dict:
+    from anonymizers.dummies import ClusterConfig, cluster_codes as cluster
+
+    result = cluster(_patient_codes(run), ClusterConfig(
+        min_anonymity_set=params["min_anonymity_set"], n_clusters=params["n_clusters"]))
+    run.write_json("clusters.json", {"clusters": result.clusters})
+    return {"clusters": len(result.clusters), **run.small(result.metrics)}
+
+
+def dummies(run, params) -> dict:
+    from anonymizers.dummies import DummyConfig, generate_dummies
+
+    clusters = run.read_json("clusters.json")["clusters"]
+    result = generate_dummies(_patient_codes(run), clusters, DummyConfig(seed=params["seed"]))
+    result.released.to_parquet(run.path("released.parquet"), index=False)
+    result.dummy_map.to_parquet(run.path("dummy_map.parquet"), index=False)
+    metrics = run.small(result.metrics)
+    run.write_json("method_metrics.json", metrics)
+    return metrics
+
+
+def verify(run, params) -> list[dict]:
+    from anonymizers.verify.dummies import verify_dummies
+
+    verdicts = verify_dummies(_patient_codes(run), pd.read_parquet(run.path("released.parquet")),
+                              pd.read_parquet(run.path("dummy_map.parquet")),
+                              run.read_json("clusters.json")["clusters"])
+    return [v.as_dict() for v in (verdicts if isinstance(verdicts, list) else [verdicts])]
+
+
+def gates(run, params, claims: pd.DataFrame) -> list:
+    released = pd.read_parquet(run.path("released.parquet"))
+    return [("released", released, validation.release_records_expectations(
+        ["patient_id", "code"], "patient_id", "code", claims["code"].unique(),
+        claims["patient_id"].unique(), expected_rows=len(released)))]
+
+
+def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
+    released = pd.read_parquet(run.path("released.parquet"))
+    tokens = load_mod.tokenize(released["code"], token_key.encode())
+    return {"medco_records": pd.DataFrame({"patient_pseudonym": released["patient_id"],
+                                           "code_token": tokens})}
+
+
+def restricted(run, params, token_key: str) -> dict:
+    dummy_map = pd.read_parquet(run.path("dummy_map.parquet"))
+    real = dummy_map[~dummy_map["is_dummy"]].set_index("source_patient_id")["pseudonym"]
+    made_from = dummy_map["source_patient_id"].map(real).where(dummy_map["is_dummy"])
+    return {"dummy_map": pd.DataFrame({"pseudonym": dummy_map["pseudonym"],
+                                       "is_dummy": dummy_map["is_dummy"],
+                                       "made_from": made_from}),
+            "key_sha256": load_mod.key_fingerprint(token_key.encode())}
+
+
+def metrics(run) -> dict:
+    return run.read_json("method_metrics.json")

@@ -1,0 +1,113 @@
+"""Release configurations: ``releases/<name>.yaml``, one scheduled DAG each.
+
+A file names the source scope, the screening policy, the method and its
+parameters, validation thresholds, the schedule and the destination table.
+``load_release`` checks every field and raises ``ReleaseConfigError`` naming
+the file and the field, so that a bad file fails DAG parsing (and the DagBag
+test) instead of a run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from deid.methods import COMMON_PARAMS, METHODS, check_params
+from deid.paths import ROOT
+
+RELEASES = ROOT / "releases"
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", None}
+FIELDS = {"name", "version", "description", "schedule", "scope", "screening_policy",
+          "method", "params", "thresholds", "destination"}
+
+
+class ReleaseConfigError(ValueError):
+    def __init__(self, path: Path, field: str, problem: str):
+        super().__init__(f"{path.name}: field {field!r}: {problem}")
+        self.path, self.field = path, field
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    version: int
+    description: str
+    schedule: str | None
+    scope: str
+    screening_policy: str | None
+    method: str
+    params: dict
+    thresholds: dict = field(default_factory=dict)
+    destination: str = ""
+    path: Path | None = None
+
+    @property
+    def dag_id(self) -> str:
+        return f"deid_{self.name}"
+
+
+def load_release(path: Path) -> Release:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ReleaseConfigError(path, "(file)", f"not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ReleaseConfigError(path, "(file)", "must be a mapping of fields")
+    _check_fields(path, raw)
+    method = raw["method"]
+    params = {**{k: v["default"] for k, v in COMMON_PARAMS.items()}, **(raw.get("params") or {})}
+    try:
+        check_params(method, params)
+    except ValueError as exc:
+        field_name, _, problem = str(exc).partition(": ")
+        raise ReleaseConfigError(path, f"params.{field_name}", problem) from None
+    dest = (raw.get("destination") or {}).get("table", raw["name"])
+    if not NAME.match(str(dest)):
+        raise ReleaseConfigError(path, "destination.table", f"must match {NAME.pattern}")
+    return Release(name=raw["name"], version=int(raw.get("version", 1)),
+                   description=str(raw.get("description", "")).strip(),
+                   schedule=raw.get("schedule"), scope=str(raw.get("scope", "TRUE")),
+                   screening_policy=raw.get("screening_policy"), method=method, params=params,
+                   thresholds=dict(raw.get("thresholds") or {}), destination=dest, path=path)
+
+
+def _check_fields(path: Path, raw: dict) -> None:
+    unknown = set(raw) - FIELDS
+    if unknown:
+        raise ReleaseConfigError(path, sorted(unknown)[0], f"unknown field; known: {sorted(FIELDS)}")
+    for required in ("name", "method"):
+        if required not in raw:
+            raise ReleaseConfigError(path, required, "missing")
+    if not NAME.match(str(raw["name"])):
+        raise ReleaseConfigError(path, "name", f"must match {NAME.pattern}")
+    if raw["method"] not in METHODS:
+        raise ReleaseConfigError(path, "method", f"unknown method {raw['method']!r}; "
+                                 f"available: {sorted(METHODS)}")
+    _check_schedule(path, raw.get("schedule"))
+    if ";" in str(raw.get("scope", "")):
+        raise ReleaseConfigError(path, "scope", "must be one SQL expression (no ';')")
+    if raw.get("screening_policy") not in (None, "none"):
+        raise ReleaseConfigError(path, "screening_policy",
+                                 "HHP screening is not implemented yet (issue 5); use none")
+
+
+def _check_schedule(path: Path, schedule) -> None:
+    if schedule in PRESETS:
+        return
+    from croniter import croniter
+
+    if not isinstance(schedule, str) or not croniter.is_valid(schedule):
+        raise ReleaseConfigError(path, "schedule", f"not a cron expression or preset: {schedule!r}")
+
+
+def load_all(folder: Path = RELEASES) -> list[Release]:
+    releases = [load_release(p) for p in sorted(folder.glob("*.yaml"))]
+    names = [r.name for r in releases]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ReleaseConfigError(folder, "name", f"used by more than one file: {sorted(dup)}")
+    return releases

@@ -1,0 +1,83 @@
+"""Full runs of a release DAG with dag.test() on the embedded warehouse."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from deid import staging
+from deid.demo_data import load_synthetic
+
+pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
+
+CONF = {"k": 3, "min_anonymity_set": 5, "n_clusters": None, "seed": 11}
+
+
+@pytest.fixture(scope="module")
+def medco_dag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    os.environ.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", "test-key-not-secret")
+    bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    assert not bag.import_errors
+    return bag.get_dag("deid_medco_codes")
+
+
+@pytest.fixture(scope="module")
+def source_ids(warehouse):
+    from deid.demo_data import TABLES
+
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))
+    load_synthetic(n_members=300, seed=5)
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT DISTINCT desynpuf_id FROM source.beneficiary_summary")
+        return {r[0] for r in cur.fetchall()}
+
+
+def _query(warehouse, sql, *args):
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall()
+
+
+@pytest.fixture(scope="module")
+def medco_run(medco_dag, source_ids):
+    return medco_dag.test(run_conf=CONF)
+
+
+def test_medco_release_end_to_end(medco_run, source_ids, warehouse):
+    run = medco_run
+    assert str(run.state).endswith("success"), run.state
+    rows = _query(warehouse, "SELECT patient_pseudonym, code_token FROM release.medco_codes")
+    assert rows
+    pseudonyms = {p for p, _ in rows}
+    assert not pseudonyms & source_ids
+    assert all(len(t) == 16 and int(t, 16) >= 0 for _, t in rows)
+    (outcome, seed, out_rows, verdicts, params), = _query(
+        warehouse, "SELECT outcome, seed, output_rows, verdicts, params FROM audit.release_runs "
+        "WHERE release_name = 'medco_codes' AND run_id = %s", run.run_id)
+    assert (outcome, seed, out_rows) == ("loaded", 11, len(rows))
+    assert all(v["ok"] for v in verdicts["verdicts"]) and verdicts["gates"]
+    assert params["k"] == 3 and "method" not in params
+    dummy_flags = _query(warehouse, "SELECT is_dummy, count(*) FROM restricted.dummy_map "
+                         "WHERE run_id = %s GROUP BY is_dummy", run.run_id)
+    assert dict(dummy_flags)[False] == len(pseudonyms) - dict(dummy_flags).get(True, 0)
+    assert _query(warehouse, "SELECT count(*) FROM restricted.privacy_policies WHERE run_id = %s",
+                  run.run_id)[0][0] > 0
+    assert not staging.run_dir("medco_codes", run.run_id, create=False).exists()
+
+
+def test_failed_run_leaves_previous_release_and_is_audited(medco_dag, medco_run, warehouse):
+    before = _query(warehouse, "SELECT count(*), md5(string_agg(patient_pseudonym || code_token,"
+                    " ',' ORDER BY patient_pseudonym, code_token)) FROM release.medco_codes")
+    run = medco_dag.test(run_conf={**CONF, "scope": "c.clm_from_dt < '1990-01-01'"})
+    assert str(run.state).endswith("failed")
+    after = _query(warehouse, "SELECT count(*), md5(string_agg(patient_pseudonym || code_token,"
+                   " ',' ORDER BY patient_pseudonym, code_token)) FROM release.medco_codes")
+    assert after == before and before[0][0] > 0
+    outcome = _query(warehouse, "SELECT outcome, error FROM audit.release_runs "
+                     "WHERE run_id = %s", run.run_id)
+    assert outcome and outcome[0][0] == "failed" and "no claims" in outcome[0][1]
+    assert not staging.run_dir("medco_codes", run.run_id, create=False).exists()
