@@ -34,3 +34,25 @@ def load_synthetic(n_members: int, seed: int, replace: bool = False) -> dict[str
                 copy_frame(conn, f"source.{table}", frame)
                 counts[table] += len(frame)
     return counts
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m deid.demo_data", description=__doc__)
+    parser.add_argument("--members", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=2008)
+    parser.add_argument("--if-empty", action="store_true",
+                        help="load only when the source schema holds no beneficiary")
+    parser.add_argument("--replace", action="store_true", help="empty the source tables first")
+    args = parser.parse_args(argv)
+    ensure_schemas()
+    if args.if_empty and source_counts()["beneficiary_summary"]:
+        print("source schema already holds claims: nothing loaded")
+        return 0
+    print(load_synthetic(args.members, args.seed, replace=args.replace))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -77,18 +77,34 @@ def build_all(release: str, run_id: str, table: str,
     return built
 
 
+# Tables moved in with SET SCHEMA miss the schema's default privileges: grant
+# the reader role (sql/roles.sql) explicitly, where the warehouse has it.
+GRANT_READER = """DO $$ BEGIN
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'deid_reader') THEN
+    GRANT SELECT ON {table} TO deid_reader;
+  END IF;
+END $$"""
+
+
 def swap(release: str, run_id: str, built: dict[str, str], restricted: dict,
          audit: dict) -> None:
     """Swap the built tables in and record everything, in one transaction."""
-    _check_name(release)
     with connect() as conn, conn.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (release,))
-        for final, name in built.items():
-            cur.execute(f"DROP TABLE IF EXISTS release.{final}")
-            cur.execute(f"ALTER TABLE release_build.{name} SET SCHEMA release")
-            cur.execute(f"ALTER TABLE release.{name} RENAME TO {final}")
-        _write_restricted(cur, release, run_id, restricted)
-        insert_audit(cur, {**audit, "outcome": "loaded"})
+        swap_in(cur, release, run_id, built, restricted, audit)
+
+
+def swap_in(cur, release: str, run_id: str, built: dict[str, str], restricted: dict,
+            audit: dict) -> None:
+    """The statements of the swap, on a cursor whose transaction the caller commits."""
+    _check_name(release)
+    cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (release,))
+    for final, name in built.items():
+        cur.execute(f"DROP TABLE IF EXISTS release.{final}")
+        cur.execute(f"ALTER TABLE release_build.{name} SET SCHEMA release")
+        cur.execute(f"ALTER TABLE release.{name} RENAME TO {final}")
+        cur.execute(GRANT_READER.format(table=f"release.{final}"))
+    _write_restricted(cur, release, run_id, restricted)
+    insert_audit(cur, {**audit, "outcome": "loaded"})
 
 
 def _write_restricted(cur, release, run_id, restricted: dict) -> None:

@@ -102,6 +102,8 @@ def ensure_schemas() -> None:
         cur.execute("SELECT pg_advisory_xact_lock(8817)")  # concurrent tasks: one DDL at a time
         cur.execute(sql_text("source_schema.sql"))
         cur.execute(sql_text("release_schema.sql"))
+        if is_embedded():  # on a configured server the DBA runs sql/roles.sql
+            cur.execute(sql_text("roles.sql"))
 
 
 if __name__ == "__main__":
