@@ -89,14 +89,22 @@ def build_dag(release: Release):
 
         @task
         @no_retry_on_bad_data
-        def load(started: dict, extracted: dict, policy: dict, params=None) -> dict:
+        def report(params=None) -> dict:
+            return steps.report(current_run(release.name), params["method"],
+                                method_params(params))
+
+        @task
+        @no_retry_on_bad_data
+        def load(started: dict, extracted: dict, policy: dict, written: dict,
+                 params=None) -> dict:
             run = current_run(release.name)
             chosen = method_params(params)
             audit = {**audit_base(release.name, params["method"], chosen, started["started_at"]),
                      "run_id": run.run_id, "input_rows": extracted["rows"],
                      "policy_versions": {"release_file": release.version},
                      "risk_before": {"privacy_constraints": policy["constraints"]},
-                     "metrics": {"extract": extracted, "ppe": policy}}
+                     "metrics": {"extract": extracted, "ppe": policy},
+                     "report_path": written["report_path"]}
             return steps.load(run, params["method"], chosen, Variable.get("deid_token_key"),
                               release.destination, audit)
 
@@ -113,8 +121,9 @@ def build_dag(release: Release):
             for up, down in zip(chain, chain[1:]):
                 up >> down
             chain[-1] >> checked
-        loaded = load(started, extracted, policy)
-        checked >> loaded >> cleanup().as_teardown(setups=started)
+        written = report()
+        loaded = load(started, extracted, policy, written)
+        checked >> written >> loaded >> cleanup().as_teardown(setups=started)
     return dag
 
 

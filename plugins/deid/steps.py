@@ -126,6 +126,19 @@ def _threshold_verdicts(metrics: dict, thresholds: dict) -> list[dict]:
     return out
 
 
+def report(run: Run, method: str, params: dict) -> dict:
+    """The release's HTML report (kept with the release, outside staging)."""
+    from deid.report import policy_figure, write_report
+
+    module = METHODS[method]
+    policy = run.read_json("policy.json")
+    figures = [("Risk before: privacy constraints found by PPE", policy_figure(policy)),
+               *module.figures(run, params)]
+    path = write_report(run.release, run.run_id, method, params, module.metrics(run),
+                        run.read_json("verdicts.json"), figures)
+    return {"report_path": str(path)}
+
+
 def load(run: Run, method: str, params: dict, token_key: str, table: str,
          audit: dict) -> dict:
     """Build every release table, then swap them in with the audit row."""

@@ -67,6 +67,11 @@ def test_medco_release_end_to_end(medco_run, source_ids, warehouse):
     assert _query(warehouse, "SELECT count(*) FROM restricted.privacy_policies WHERE run_id = %s",
                   run.run_id)[0][0] > 0
     assert not staging.run_dir("medco_codes", run.run_id, create=False).exists()
+    report, = _query(warehouse, "SELECT report_path FROM audit.release_runs WHERE run_id = %s",
+                     run.run_id)[0]
+    page = open(report).read()
+    assert "every guarantee and check holds" in page and page.count("<img") >= 2
+    assert not any(pid in page for pid in source_ids)
 
 
 def test_failed_run_leaves_previous_release_and_is_audited(medco_dag, medco_run, warehouse):

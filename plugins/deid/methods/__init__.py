@@ -10,6 +10,7 @@ Each method module defines:
   release_tables(run, params, token_key) -> {block: frame}  (sql/release_tables.sql blocks)
   restricted(run, params) -> dict for the restricted schema
   metrics(run) -> the figures for the audit row
+  figures(run, params) -> [(caption, matplotlib figure)] for the report
 """
 
 from __future__ import annotations

@@ -1,0 +1,95 @@
+"""The "Releases" view: every release, its last runs, verdicts, parameters,
+metrics and report.  A FastAPI app mounted by the Airflow plugin in
+plugins/releases_plugin.py; every route requires an Airflow login."""
+
+from __future__ import annotations
+
+import html
+import json
+
+from fastapi import Depends, FastAPI, HTTPException
+from fastapi.responses import FileResponse, HTMLResponse
+
+from deid.paths import reports_root
+
+RUNS_SHOWN = 10
+
+
+def _user_dep():
+    from airflow.api_fastapi.core_api.security import get_user
+
+    return Depends(get_user)
+
+
+app = FastAPI(title="De-identified releases", dependencies=[_user_dep()])
+
+
+def recent_runs(release: str, limit: int = RUNS_SHOWN) -> list[dict]:
+    from deid.warehouse import connect
+
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT to_regclass('audit.release_runs')")
+        if cur.fetchone()[0] is None:
+            return []
+        cur.execute("SELECT run_id, method, outcome, seed, params, metrics, verdicts, error, "
+                    "report_path, started_at, ended_at, input_rows, output_rows "
+                    "FROM audit.release_runs WHERE release_name = %s "
+                    "ORDER BY ended_at DESC LIMIT %s", (release, limit))
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def _verdict_text(run: dict) -> str:
+    if run["outcome"] != "loaded":
+        return f"failed: {run.get('error') or ''}"
+    verdicts = (run.get("verdicts") or {}).get("verdicts", [])
+    bad = [v["property"] for v in verdicts if not v["ok"]]
+    return "all verdicts hold" if not bad else "failed: " + ", ".join(bad)
+
+
+def _run_row(release: str, run: dict) -> str:
+    report = ""
+    if run.get("report_path"):
+        name = run["report_path"].rsplit("/", 1)[-1]
+        report = f"<a href='reports/{html.escape(release)}/{html.escape(name)}'>report</a>"
+    e = html.escape
+    return (f"<tr><td>{e(str(run['ended_at'])[:19])}</td><td>{e(run['run_id'])}</td>"
+            f"<td>{e(run['method'])}</td><td class='{e(run['outcome'])}'>{e(run['outcome'])}</td>"
+            f"<td>{e(_verdict_text(run))}</td><td>{run.get('output_rows') or ''}</td>"
+            f"<td><details><summary>params</summary><pre>{e(json.dumps(run['params'], indent=1))}"
+            f"</pre></details><details><summary>metrics</summary><pre>"
+            f"{e(json.dumps(run['metrics'], indent=1, default=str))}</pre></details></td>"
+            f"<td>{report}</td></tr>")
+
+
+@app.get("/releases", response_class=HTMLResponse)
+def releases_page() -> str:
+    from deid.releases import load_all
+
+    parts = ["<h1>De-identified releases</h1>"]
+    for rel in load_all():
+        runs = recent_runs(rel.name)
+        parts.append(f"<section><h2>{html.escape(rel.name)}</h2><p>{html.escape(rel.description)}"
+                     f"<br>method <b>{html.escape(rel.method)}</b>, schedule "
+                     f"<code>{html.escape(str(rel.schedule))}</code>, table "
+                     f"<code>release.{html.escape(rel.destination)}</code></p>")
+        if not runs:
+            parts.append("<p>No run yet.</p></section>")
+            continue
+        parts.append("<table><tr><th>ended</th><th>run</th><th>method</th><th>outcome</th>"
+                     "<th>verdicts</th><th>rows</th><th>details</th><th></th></tr>")
+        parts += [_run_row(rel.name, r) for r in runs]
+        parts.append("</table></section>")
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>Releases</title><style>"
+            "body{font-family:sans-serif;margin:1em}td,th{border-bottom:1px solid #ddd;"
+            "padding:.3em;text-align:left;vertical-align:top}.loaded{color:#17692b}"
+            ".failed{color:#b00020}</style></head><body>" + "".join(parts) + "</body></html>")
+
+
+@app.get("/reports/{release}/{name}")
+def report_file(release: str, name: str):
+    root = reports_root().resolve()
+    path = (root / release / name).resolve()
+    if path.parent.parent != root or path.suffix != ".html" or not path.is_file():
+        raise HTTPException(status_code=404, detail="no such report")
+    return FileResponse(path, media_type="text/html")

@@ -1,0 +1,92 @@
+"""A release's report: one HTML page a privacy officer can read.
+
+The verdicts in words, the figures that matter for the method drawn as
+plots (embedded PNG, so the page stands alone), the parameters and the
+metrics.  Only aggregate figures go in: no identifier, no code tied to a
+patient.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from deid.paths import reports_root  # noqa: E402
+from deid.staging import _safe  # noqa: E402
+
+
+def report_path(release: str, run_id: str) -> Path:
+    return reports_root() / release / f"{_safe(run_id)}.html"
+
+
+def png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def policy_figure(policy: dict):
+    """Risk before: how many privacy constraints PPE found, by size."""
+    sizes = [len(c) for c in policy["constraints"]]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    if sizes:
+        ax.hist(sizes, bins=range(1, max(sizes) + 2), align="left", rwidth=0.8)
+    ax.set_xlabel("codes in the constraint")
+    ax.set_ylabel("privacy constraints")
+    ax.set_title(f"Risk before: {len(sizes)} code combinations held by fewer than "
+                 f"k={policy['k']} patients")
+    return fig
+
+
+def verdict_sentences(verdicts: dict) -> list[tuple[bool, str]]:
+    out = []
+    for v in verdicts.get("verdicts", []):
+        words = "holds" if v["ok"] else "does NOT hold"
+        detail = "" if v["ok"] else " (" + "; ".join(v.get("violations", [])[:3]) + ")"
+        out.append((v["ok"], f"{v['property']} {words}, checked on {v.get('checked', '?')} "
+                             f"items{detail}."))
+    gates = verdicts.get("gates", [])
+    failed = [g for g in gates if not g["ok"]]
+    out.append((not failed, f"{len(gates) - len(failed)} of {len(gates)} Great Expectations "
+                            f"checks passed" + (": failed " + ", ".join(
+                                f"{g['table']}.{g['expectation']}" for g in failed)
+                                if failed else ".")))
+    return out
+
+
+def write_report(release: str, run_id: str, method: str, params: dict, metrics: dict,
+                 verdicts: dict, figures: list[tuple[str, object]]) -> Path:
+    sentences = verdict_sentences(verdicts)
+    ok = all(s[0] for s in sentences)
+    parts = [f"<h1>Release {html.escape(release)}</h1>",
+             f"<p>Run <code>{html.escape(run_id)}</code>, method <b>{html.escape(method)}</b>. "
+             f"Verdict: <b class='{'ok' if ok else 'bad'}'>"
+             f"{'every guarantee and check holds' if ok else 'FAILED'}</b>.</p>",
+             "<h2>Verdicts</h2><ul>"]
+    parts += [f"<li class='{'ok' if good else 'bad'}'>{html.escape(s)}</li>"
+              for good, s in sentences]
+    parts.append("</ul><h2>Figures</h2>")
+    for title, fig in figures:
+        parts.append(f"<figure><img alt='{html.escape(title)}' "
+                     f"src='data:image/png;base64,{png(fig)}'>"
+                     f"<figcaption>{html.escape(title)}</figcaption></figure>")
+    parts.append("<h2>Parameters</h2><pre>" + html.escape(json.dumps(params, indent=1)) +
+                 "</pre><h2>Metrics</h2><pre>" +
+                 html.escape(json.dumps(metrics, indent=1, default=str)) + "</pre>")
+    page = ("<!doctype html><html><head><meta charset='utf-8'><title>Release "
+            f"{html.escape(release)}</title><style>body{{font-family:sans-serif;max-width:60em;"
+            "margin:2em auto}.ok{color:#17692b}.bad{color:#b00020}figure{margin:1em 0}"
+            "</style></head><body>" + "\n".join(parts) + "</body></html>")
+    path = report_path(release, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page)
+    return path

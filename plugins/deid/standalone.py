@@ -1,0 +1,52 @@
+"""``make airflow``: ``airflow standalone`` with the project's DAGs, the
+Releases view and the warehouse; prints the address and the login."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+
+from deid.paths import var_dir
+
+PORT = int(os.environ.get("DEID_AIRFLOW_PORT", "8080"))
+USER = "admin"
+
+
+def login() -> tuple[str, str]:
+    """The UI user and its password, generated once into an owner-only file."""
+    path = var_dir() / "airflow" / "passwords.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text(json.dumps({USER: secrets.token_urlsafe(12)}))
+        path.chmod(0o600)
+    return USER, json.loads(path.read_text())[USER]
+
+
+def environment() -> dict:
+    from deid.demo import token_key
+
+    env = dict(os.environ)
+    env.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", token_key())
+    env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] = f"{USER}:admin"
+    env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] = str(
+        var_dir() / "airflow" / "passwords.json")
+    env["AIRFLOW__API__PORT"] = str(PORT)
+    env["AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"] = "False"
+    return env
+
+
+def main() -> int:
+    from deid.demo import ensure_demo_data
+
+    print(f"warehouse source tables: {ensure_demo_data()}")
+    user, password = login()
+    print(f"Airflow UI: http://localhost:{PORT}  login: {user} / {password}")
+    print(f"Releases view: http://localhost:{PORT}/deid/releases")
+    sys.stdout.flush()
+    os.execvpe("airflow", ["airflow", "standalone"], environment())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
