@@ -26,12 +26,16 @@ for _name, _value in {
 for _p in (ROOT, ROOT / "plugins"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
+    if str(_p) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):  # for subprocesses
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(_p), os.environ.get("PYTHONPATH")]))
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "datasets: needs ../shared/datasets (real public data)")
     config.addinivalue_line("markers", "warehouse: needs a running PostgreSQL warehouse")
     config.addinivalue_line("markers", "airflow: runs Airflow itself (DagBag, dag.test, UI)")
+    config.addinivalue_line("markers", "ui: starts airflow standalone (REST API, browser)")
 
 
 @pytest.fixture(scope="session")

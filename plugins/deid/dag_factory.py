@@ -60,16 +60,16 @@ def build_dag(release: Release):
              catchup=False, max_active_runs=1, params=form_params(release),
              default_args=default_args, tags=["deid", release.method], doc_md=doc) as dag:
 
-        @task
+        @task(multiple_outputs=False)
         def prepare() -> dict:
             return steps.prepare(current_run(release.name))
 
-        @task
+        @task(multiple_outputs=False)
         @no_retry_on_bad_data
         def extract(params=None) -> dict:
             return steps.extract(current_run(release.name), params["scope"])
 
-        @task
+        @task(multiple_outputs=False)
         @no_retry_on_bad_data
         def privacy_policy(params=None) -> dict:
             return steps.privacy_policy(current_run(release.name), params["k"],
@@ -81,19 +81,19 @@ def build_dag(release: Release):
             check_params(params["method"], method_params(params))
             return f"{params['method']}_{METHODS[params['method']].STEPS[0]}"
 
-        @task(trigger_rule="none_failed_min_one_success", retries=0)
+        @task(trigger_rule="none_failed_min_one_success", retries=0, multiple_outputs=False)
         @no_retry_on_bad_data
         def validate(params=None) -> dict:
             return steps.validate(current_run(release.name), params["method"],
                                   method_params(params), release.thresholds)
 
-        @task
+        @task(multiple_outputs=False)
         @no_retry_on_bad_data
         def report(params=None) -> dict:
             return steps.report(current_run(release.name), params["method"],
                                 method_params(params))
 
-        @task
+        @task(multiple_outputs=False)
         @no_retry_on_bad_data
         def load(started: dict, extracted: dict, policy: dict, written: dict,
                  params=None) -> dict:
@@ -108,7 +108,7 @@ def build_dag(release: Release):
             return steps.load(run, params["method"], chosen, Variable.get("deid_token_key"),
                               release.destination, audit)
 
-        @task
+        @task(multiple_outputs=False)
         def cleanup() -> bool:
             return steps.cleanup(current_run(release.name))
 
@@ -130,7 +130,7 @@ def build_dag(release: Release):
 def _method_task(release_name: str, method: str, step: str):
     from airflow.sdk import task
 
-    @task(task_id=f"{method}_{step}")
+    @task(task_id=f"{method}_{step}", multiple_outputs=False)
     @no_retry_on_bad_data
     def run_step(params=None) -> dict:
         return steps.method_step(current_run(release_name), method, step,

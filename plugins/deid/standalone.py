@@ -33,6 +33,7 @@ def environment() -> dict:
     env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] = str(
         var_dir() / "airflow" / "passwords.json")
     env["AIRFLOW__API__PORT"] = str(PORT)
+    env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] = f"http://localhost:{PORT}/execution/"
     env["AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"] = "False"
     return env
 

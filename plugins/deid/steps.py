@@ -95,7 +95,9 @@ def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
 
     module = METHODS[method]
     source = claims(run, ["patient_id", "code"])
-    verdicts = [verify_policy(_visits(run), run.read_json("policy.json")).as_dict(),
+    policy = run.read_json("policy.json")
+    verdicts = [verify_policy(_visits(run), policy["constraints"], policy["k"],
+                              policy["filter"]).as_dict(),
                 *module.verify(run, params), *_threshold_verdicts(module.metrics(run),
                                                                   thresholds)]
     gates = []

@@ -1,0 +1,93 @@
+"""Against a real ``airflow standalone``: a run triggered through the REST API v2,
+then the Releases view in headless Chromium, with a screenshot kept."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.airflow, pytest.mark.warehouse, pytest.mark.ui]
+
+ROOT = Path(__file__).resolve().parents[2]
+DAG = "deid_medco_codes"
+CONF = {"k": 3, "min_anonymity_set": 5, "seed": 77}
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def rest_run(airflow_server, warehouse):
+    from deid.demo_data import load_synthetic, source_counts
+
+    if source_counts()["beneficiary_summary"] == 0:
+        load_synthetic(n_members=300, seed=5)
+    token = airflow_server.token()
+    deadline = time.time() + 120
+    while True:  # the DAG processor must have parsed the release files
+        try:
+            airflow_server.api("GET", f"/api/v2/dags/{DAG}", token=token)
+            break
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(3)
+    airflow_server.api("PATCH", f"/api/v2/dags/{DAG}", {"is_paused": False}, token=token)
+    run = airflow_server.api("POST", f"/api/v2/dags/{DAG}/dagRuns",
+                             {"logical_date": None, "conf": CONF}, token=token)
+    run_id = run["dag_run_id"]
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        state = airflow_server.api("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}",
+                                   token=token)["state"]
+        if state in ("success", "failed"):
+            return run_id, state
+        time.sleep(3)
+    raise AssertionError(f"run {run_id} did not finish in 10 minutes (state {state})")
+
+
+def test_rest_triggered_run_loads_and_audits(rest_run, warehouse):
+    run_id, state = rest_run
+    assert state == "success"
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT outcome, seed, output_rows, params->>'k' FROM audit.release_runs "
+                    "WHERE release_name = 'medco_codes' AND run_id = %s", (run_id,))
+        outcome, seed, rows, k = cur.fetchone()
+        cur.execute("SELECT count(*) FROM release.medco_codes")
+        loaded = cur.fetchone()[0]
+    assert (outcome, seed, k) == ("loaded", 77, "3")
+    assert rows == loaded > 0
+
+
+def test_releases_view_in_a_browser(rest_run, airflow_server):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    run_id, _ = rest_run
+    artifacts = ROOT / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{airflow_server.url}/auth/login")
+        page.fill("input[name='username']", airflow_server.user)
+        page.fill("input[name='password']", airflow_server.password)
+        page.click("button[type='submit']")
+        page.wait_for_url(lambda url: "/auth/login" not in url, timeout=30000)
+        page.goto(f"{airflow_server.url}/deid/releases")
+        body = page.inner_text("body")
+        assert "medco_codes" in body and run_id in body and "loaded" in body
+        assert "all verdicts hold" in body
+        page.screenshot(path=str(artifacts / "releases-view.png"), full_page=True)
+        page.click(f"tr:has-text('{run_id}') >> text=report")
+        page.wait_for_load_state()
+        assert "every guarantee and check holds" in page.inner_text("body")
+        assert page.locator("img").count() >= 2
+        page.screenshot(path=str(artifacts / "release-report.png"), full_page=True)
+        page.goto(f"{airflow_server.url}/plugin/releases")
+        page.wait_for_timeout(3000)
+        page.screenshot(path=str(artifacts / "airflow-nav-releases.png"))
+        browser.close()
