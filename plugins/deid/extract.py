@@ -3,7 +3,7 @@
 The warehouse streams ``COPY (extract query) TO STDOUT`` into a CSV file in
 staging; pyarrow reads it back in bounded blocks and writes typed,
 zstd-compressed Parquet, checking every block: an empty patient id or a code
-that is not ICD-9-CM stops the run naming the source table, the claim and the
+that is not ICD-9-CM stops the run naming the source table, the extract row and the
 field.  CMS's masked-code placeholders are dropped and counted.
 """
 
@@ -80,7 +80,10 @@ def _check_block(table: pa.Table, offset: int) -> tuple[pa.Table, int]:
 
 
 def _fail(df, offset, bad: np.ndarray, field: str, problem: str):
+    """Name the table, the extract row and the field; the message goes to task
+    logs, so it carries no claim or patient id (the value alone, for codes)."""
     i = int(bad.argmax())
-    claim_type, _, claim = str(df["claim_id"].iloc[i]).partition(":")
-    raise InputError(f"source.{claim_type}_claims", f"{problem}: {df[field].iloc[i]!r} "
-                     f"(claim {claim})", row=offset + i + 1, field=field)
+    claim_type = str(df["claim_id"].iloc[i]).partition(":")[0]
+    value = f": {df[field].iloc[i]!r}" if field == "code" else ""
+    raise InputError(f"source.{claim_type}_claims", f"{problem}{value} (row of the extract)",
+                     row=offset + i + 1, field=field)

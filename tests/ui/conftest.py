@@ -28,8 +28,8 @@ def _free_port() -> int:
 
 
 class AirflowServer:
-    def __init__(self, url: str, user: str, password: str):
-        self.url, self.user, self.password = url, user, password
+    def __init__(self, url: str, user: str, password: str, home: Path):
+        self.url, self.user, self.password, self.home = url, user, password, home
 
     def token(self) -> str:
         body = json.dumps({"username": self.user, "password": self.password}).encode()
@@ -65,7 +65,7 @@ def airflow_server(warehouse, tmp_path_factory):
         _wait_until_up(url, proc, home / "standalone.log")
         from deid.standalone import login
 
-        yield AirflowServer(url, *login())
+        yield AirflowServer(url, *login(), home)
     finally:
         _stop(proc)
         log.close()

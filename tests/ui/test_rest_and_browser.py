@@ -3,6 +3,7 @@ then the Releases view in headless Chromium, with a screenshot kept."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -18,10 +19,9 @@ CHROMIUM = "/usr/bin/chromium"
 
 @pytest.fixture(scope="module")
 def rest_run(airflow_server, warehouse):
-    from deid.demo_data import load_synthetic, source_counts
+    from deid.demo_data import load_synthetic
 
-    if source_counts()["beneficiary_summary"] == 0:
-        load_synthetic(n_members=300, seed=5)
+    load_synthetic(n_members=300, seed=5, replace=True)  # whatever earlier tests left
     token = airflow_server.token()
     deadline = time.time() + 120
     while True:  # the DAG processor must have parsed the release files
@@ -57,6 +57,19 @@ def test_rest_triggered_run_loads_and_audits(rest_run, warehouse):
         loaded = cur.fetchone()[0]
     assert (outcome, seed, k) == ("loaded", 77, "3")
     assert rows == loaded > 0
+
+
+def test_task_logs_carry_no_source_ids_or_secrets(rest_run, airflow_server, warehouse):
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT DISTINCT desynpuf_id FROM source.beneficiary_summary")
+        ids = [r[0] for r in cur.fetchall()]
+    logs = sorted((airflow_server.home / "logs").rglob("*.log"))
+    task_logs = [p for p in logs if "dag_id=deid_medco_codes" in str(p)]
+    assert len(task_logs) >= 8, "expected the run's task logs"
+    text = "\n".join(p.read_text(errors="replace") for p in logs)
+    leaked = [i for i in ids if i in text]
+    assert not leaked, f"{len(leaked)} source patient ids in task logs"
+    assert os.environ.get("AIRFLOW_VAR_DEID_TOKEN_KEY", "ui-test-key") not in text
 
 
 def test_releases_view_in_a_browser(rest_run, airflow_server):
