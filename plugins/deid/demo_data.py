@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from anonymizers.synthetic import SyntheticConfig, generate
-from deid.synpuf_loader import copy_frame
+from deid.pgcopy import copy_frame
 from deid.warehouse import connect, ensure_schemas
 
 TABLES = ("beneficiary_summary", "inpatient_claims", "outpatient_claims", "carrier_claims")
@@ -30,9 +30,10 @@ def load_synthetic(n_members: int, seed: int, replace: bool = False) -> dict[str
             if replace:
                 cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))
         for chunk in generate(SyntheticConfig(n_members=n_members, seed=seed)):
-            for table, frame in chunk.items():
-                copy_frame(conn, f"source.{table}", frame)
-                counts[table] += len(frame)
+            with conn.cursor() as cur:
+                for table, frame in chunk.items():
+                    copy_frame(cur, f"source.{table}", frame)
+                    counts[table] += len(frame)
     return counts
 
 

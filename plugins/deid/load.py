@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import io
 import json
 import re
 
 import pandas as pd
 
 from deid.paths import sql_text
+from deid.pgcopy import copy_frame
 from deid.warehouse import connect
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
@@ -72,7 +72,7 @@ def build_all(release: str, run_id: str, table: str,
             name = build_name(release, run_id, block)
             cur.execute(f"DROP TABLE IF EXISTS release_build.{name}")
             cur.execute(table_ddl(block, f"release_build.{name}"))
-            _copy(cur, f"release_build.{name}", frame)
+            copy_frame(cur, f"release_build.{name}", frame)
             built[names[block]] = name
     return built
 
@@ -113,7 +113,7 @@ def _write_restricted(cur, release, run_id, restricted: dict) -> None:
                     (release, run_id))
     if restricted.get("dummy_map") is not None:
         dm = restricted["dummy_map"].assign(release_name=release, run_id=run_id)
-        _copy(cur, "restricted.dummy_map",
+        copy_frame(cur, "restricted.dummy_map",
               dm[["release_name", "run_id", "pseudonym", "is_dummy", "made_from"]])
     if restricted.get("key_sha256"):
         cur.execute("INSERT INTO restricted.token_keys VALUES (%s, %s, %s)",
@@ -122,14 +122,8 @@ def _write_restricted(cur, release, run_id, restricted: dict) -> None:
     if policy:
         rows = [(release, run_id, policy["k"], policy["filter"], i, c)
                 for i, cons in enumerate(policy["constraints"]) for c in cons]
-        _copy(cur, "restricted.privacy_policies", pd.DataFrame(rows))
-
-
-def _copy(cur, table: str, frame: pd.DataFrame) -> None:
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False, header=False, na_rep="\\N")
-    buf.seek(0)
-    cur.copy_expert(f"COPY {table} FROM STDIN WITH (FORMAT csv, NULL '\\N')", buf)
+        copy_frame(cur, "restricted.privacy_policies", pd.DataFrame(rows, columns=[
+            "release_name", "run_id", "k", "filter", "constraint_id", "code"]))
 
 
 AUDIT_COLUMNS = ("release_name", "run_id", "method", "params", "seed", "policy_versions",

@@ -11,7 +11,6 @@ transaction that holds every file's rows is rolled back.
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from anonymizers.errors import InputError
+from deid.pgcopy import copy_frame
 from deid.warehouse import connect
 
 CHUNK_ROWS = 200_000
@@ -63,7 +63,8 @@ def load_files(paths: list[str | Path]) -> dict[str, int]:
             n = 0
             for offset, chunk in _chunks(p):
                 frame = prepare_frame(chunk, columns, str(p), offset, year)
-                copy_frame(conn, f"source.{table}", frame)
+                with conn.cursor() as cur:
+                    copy_frame(cur, f"source.{table}", frame)
                 n += len(frame)
             counts[p.name] = n
     return counts
@@ -133,13 +134,3 @@ def _raise_first(source, offset, col, bad: np.ndarray, values, problem: str) -> 
     if bad.any():
         i = int(bad.argmax())
         raise InputError(source, f"{problem}: {values.iloc[i]!r}", row=offset + i + 1, field=col)
-
-
-def copy_frame(conn, table: str, frame: pd.DataFrame) -> None:
-    """COPY a frame (columns in table order) into ``table`` as CSV."""
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False, header=False, na_rep="\\N")
-    buf.seek(0)
-    cols = ", ".join(frame.columns)
-    with conn.cursor() as cur:
-        cur.copy_expert(f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv, NULL '\\N')", buf)
