@@ -29,12 +29,12 @@ class _PeakSampler(threading.Thread):
     def __init__(self):
         super().__init__(daemon=True)
         self.peak = 0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self):
         import psutil
         me = psutil.Process()
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             total = 0
             for p in [me, *me.children(recursive=True)]:
                 try:
@@ -42,10 +42,10 @@ class _PeakSampler(threading.Thread):
                 except psutil.Error:
                     pass
             self.peak = max(self.peak, total)
-            self._stop.wait(0.05)
+            self._halt.wait(0.05)
 
     def stop(self):
-        self._stop.set()
+        self._halt.set()
         self.join()
 
 

@@ -1,0 +1,81 @@
+"""``python -m anonymizers gccens``: GCCens censoring under k-map (Tamersoy 2011, Ch. III).
+
+Reads the sample and the population as CSV (``patient_id,code``, one row per
+occurrence, or with a ``count`` column), writes the release as JSON with fresh
+pseudonyms, after the independent verifier has passed it.  The key linking
+pseudonyms to source ids is written only if ``--key`` asks for it: it is
+identifying and must never be released.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from anonymizers.censoring import GCCensConfig, gccens, release_document
+from anonymizers.errors import InputError
+from anonymizers.io import read_json, read_table, write_json
+from anonymizers.verify.censoring import verify_gccens
+
+COLUMNS = ["patient_id", "code"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=int, required=True,
+                        help="each released record must be contained in at least K "
+                             "population records")
+    parser.add_argument("--population", required=True, metavar="CSV",
+                        help="the population the sample was drawn from")
+    parser.add_argument("--input", required=True, metavar="CSV", help="the sample to release")
+    parser.add_argument("--output", required=True, metavar="JSON", help="the release")
+    caps = parser.add_mutually_exclusive_group(required=True)
+    caps.add_argument("--cap", type=int, metavar="N", help="one cap for every code")
+    caps.add_argument("--caps", metavar="JSON", help='a cap per code: {"250": 2, ...}')
+    caps.add_argument("--caps-from-sample", action="store_true",
+                      help="each code's cap is its largest count in a sample record")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the pseudonyms (default: fresh entropy)")
+    parser.add_argument("--key", metavar="CSV", default=None,
+                        help="also write the pseudonym -> source id key here "
+                             "(identifying: never release it)")
+
+
+def run(args: argparse.Namespace) -> int:
+    sample = read_table(args.input, COLUMNS, ["count"])
+    population = read_table(args.population, COLUMNS, ["count"])
+    config = GCCensConfig(k=args.k, caps=_caps(args), seed=args.seed)
+    result, key = gccens(sample, population, config)
+    verdict = verify_gccens(result.patients, result.records, key, sample, population,
+                            config.k, result.final_caps)
+    if not verdict.ok:
+        print("error: the release failed verification and was not written:\n  "
+              + "\n  ".join(verdict.violations), file=sys.stderr)
+        return 1
+    document = release_document(result)
+    document["verification"] = verdict.as_dict()
+    write_json(document, args.output)
+    if args.key:
+        key.to_csv(args.key, index=False)
+    m = result.metrics
+    print(f"released {m['n_records']} records k-mapped (k={m['k']}) to "
+          f"{m['n_population']} population records; mean CUL {_fmt(m['cul_mean'])}, "
+          f"{m['records_modified']:.1%} of records censored by the loop")
+    return 0
+
+
+def _caps(args):
+    if args.caps_from_sample:
+        return None
+    if args.cap is not None:
+        return args.cap
+    caps = read_json(args.caps)
+    if not isinstance(caps, dict):
+        raise InputError(args.caps, 'caps must be a JSON object such as {"250": 2, "401": 0}')
+    return caps
+
+
+def _fmt(x) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+__all__ = ["add_arguments", "run"]
