@@ -68,14 +68,24 @@ class SyntheticConfig:
             raise ParameterError("chunk_members", "must be at least 1")
 
 
+# Frequent Medicare diagnoses (hypertension, diabetes, hyperlipidemia, atrial
+# fibrillation, heart failure, coronary atherosclerosis, ...) take the top
+# Zipf ranks, so that the codes of the GCCens study (250, 272, 401, 724) and
+# the utility policies' diseases occur as in real claims.
+COMMON = ("4019", "25000", "2724", "42731", "4280", "41401", "V5869", "5990", "49121",
+          "7245", "2449", "5849", "4011", "2720", "25002", "7242", "V5861", "27800")
+
+
 def vocabulary(n_codes: int, rng: np.random.Generator) -> np.ndarray:
     """``n_codes`` billable ICD-9-CM codes (undotted, as CMS writes them), in
-    the random order that decides their Zipf rank."""
+    the order that decides their Zipf rank: ``COMMON`` first, then random."""
     from anonymizers.hierarchy import icd9cm
 
     h = icd9cm()
-    leaves = np.array(sorted(c for c in h.parent if not h.children(c)), dtype=object)
-    return rng.choice(leaves, size=min(n_codes, len(leaves)), replace=False)
+    leaves = sorted(c for c in h.parent if not h.children(c) and c not in COMMON)
+    rest = rng.choice(np.array(leaves, dtype=object), size=max(0, min(n_codes, len(leaves))
+                                                                 - len(COMMON)), replace=False)
+    return np.concatenate([np.array(COMMON, dtype=object), rest])[:n_codes]
 
 
 def generate(config: SyntheticConfig) -> Iterator[dict[str, pd.DataFrame]]:

@@ -9,3 +9,12 @@ CREATE TABLE {table} (
     patient_pseudonym text NOT NULL,
     code_token        text NOT NULL
 );
+
+-- name: gccens_records
+-- GCCens release: one row per (released patient, code) with the number of
+-- copies kept; every patient's multiset maps to >= k population records.
+CREATE TABLE {table} (
+    patient_pseudonym text NOT NULL,
+    code              text NOT NULL,
+    count             integer NOT NULL CHECK (count > 0)
+);

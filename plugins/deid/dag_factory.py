@@ -134,6 +134,6 @@ def _method_task(release_name: str, method: str, step: str):
     @no_retry_on_bad_data
     def run_step(params=None) -> dict:
         return steps.method_step(current_run(release_name), method, step,
-                                 method_params(params))
+                                 {**method_params(params), "scope": params["scope"]})
 
     return run_step()

@@ -86,3 +86,22 @@ def test_failed_run_leaves_previous_release_and_is_audited(medco_dag, medco_run,
                      "WHERE run_id = %s", run.run_id)
     assert outcome and outcome[0][0] == "failed" and "no claims" in outcome[0][1]
     assert not staging.run_dir("medco_codes", run.run_id, create=False).exists()
+
+
+def test_gccens_release_keeps_k_map(source_ids, warehouse):
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(
+        "deid_gccens_repeated_codes")
+    run = dag.test(run_conf={"k": 3, "cap": 2})
+    assert str(run.state).endswith("success"), run.state
+    rows = _query(warehouse, "SELECT patient_pseudonym, code, count "
+                  "FROM release.gccens_repeated_codes")
+    assert rows and {c for _, c, _ in rows} <= {"250", "272", "401", "724"}
+    assert max(n for _, _, n in rows) <= 2
+    assert not {p for p, _, _ in rows} & source_ids
+    (outcome, verdicts), = _query(warehouse, "SELECT outcome, verdicts FROM audit.release_runs "
+                                  "WHERE run_id = %s AND release_name = 'gccens_repeated_codes'",
+                                  run.run_id)
+    assert outcome == "loaded"
+    assert any("k-map" in v["property"] and v["ok"] for v in verdicts["verdicts"])
