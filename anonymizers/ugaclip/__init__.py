@@ -1,0 +1,17 @@
+"""UGACLIP (Loukides, Gkoulalas-Divanis & Malin, PNAS 2010, SI Algorithm 2):
+generalize codes within utility constraints, suppress when that cannot help,
+until every privacy constraint is held by at least k records."""
+
+from anonymizers.ugaclip.algorithm import ugaclip
+from anonymizers.ugaclip.config import UGACLIPConfig, UGACLIPResult
+from anonymizers.ugaclip.loss import information_loss
+from anonymizers.ugaclip.policy import UtilityPolicy, load_utility_policy
+
+__all__ = [
+           "UGACLIPConfig",
+           "UGACLIPResult",
+           "UtilityPolicy",
+           "information_loss",
+           "load_utility_policy",
+           "ugaclip",
+]

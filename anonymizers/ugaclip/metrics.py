@@ -1,0 +1,120 @@
+"""Quality figures of a UGACLIP release (Loukides et al., PNAS 2010, SI).
+
+* IL per generalized item and in total (Definition 2, see ``loss``).
+* Suppression as in Fig. S1: the number of suppressions, i.e. the occurrences
+  of suppressed codes removed from records (sum over S of sup(i, D)), and the
+  number of distinct suppressed codes |S|.
+* Utility constraints satisfied.  The main text's definition is not in the
+  SI; read here as: every code of u that occurs in D is released, mapped to an
+  item that is a subset of u, so the number of patients with the disease is
+  exactly what it was.  Constraints with no code in D are listed as absent.
+* RE of COUNT queries (SI "Relative Error"): a(Q) counts the records of D
+  holding all q codes of Q; e(Q) sums over the records of D~ the probability
+  that the record holds them, each item standing for a uniformly random
+  non-empty subset of its codes and items independent.  A record holding item
+  i~ (s codes) then holds a given set of j of its codes with probability
+  2^(s-j) / (2^s - 1) (= 2^(s-1) / (2^s - 1) for one code); for codes in
+  different items these multiply, as the SI's product of p(i_r) does.  A
+  query touching a suppressed code has e(Q) = 0.  RE(Q) = |a(Q) - e(Q)| / a(Q).
+  The SI does not give its workload: here, for each size q, ``re_queries``
+  queries are drawn as q random codes of a random record with at least q
+  codes (so a(Q) >= 1), with the seeded generator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from anonymizers.records import Records
+from anonymizers.ugaclip.loss import information_loss, log10_information_loss
+
+
+def information_loss_report(items, released: sp.csr_matrix, weights, codes, n_codes: int,
+                            n_records: int) -> dict:
+    index = {c: i for i, c in enumerate(codes)}
+    support = np.asarray(released.sum(axis=0)).ravel()
+    rows, total = [], 0.0
+    for item_id, item in enumerate(items):
+        if len(item) < 2:
+            continue
+        w = weights.weight([index[c] for c in item])
+        sup = int(support[item_id])
+        il = information_loss(len(item), w, sup, n_codes, n_records)
+        total += il
+        rows.append({"item": list(item), "weight": w, "support": sup, "il": il,
+                     "log10_il": log10_information_loss(len(item), w, sup, n_codes, n_records)})
+    return {"il_total": total, "il_items": rows}
+
+
+def suppression_report(records: Records, item_of: np.ndarray) -> dict:
+    suppressed = item_of < 0
+    return {"suppressed_codes": int(suppressed.sum()),
+            "suppressed_occurrences": int(records.support()[suppressed].sum())}
+
+
+def utility_report(policy, codes, item_of: np.ndarray, items) -> dict:
+    index = {c: i for i, c in enumerate(codes)}
+    satisfied, unsatisfied, absent = [], [], []
+    for name, u in zip(policy.names, policy.constraints):
+        idx = [index[c] for c in u if c in index]
+        if not idx:
+            absent.append(name)
+            continue
+        ok = all(item_of[i] >= 0 and set(items[item_of[i]]) <= set(u) for i in idx)
+        (satisfied if ok else unsatisfied).append(name)
+    return {"n_constraints": len(policy.constraints), "n_present": len(satisfied) + len(unsatisfied),
+            "n_satisfied": len(satisfied), "unsatisfied": unsatisfied, "absent": absent}
+
+
+def relative_error_report(records: Records, released, item_of, items, config, rng) -> dict:
+    out = {}
+    if config.re_queries == 0:
+        return out
+    for q in config.re_query_sizes:
+        queries = sample_queries(records, q, config.re_queries, rng)
+        if not queries:
+            out[f"q{q}"] = {"n": 0}
+            continue
+        re = relative_errors(records, released, item_of, items, queries)
+        out[f"q{q}"] = {"n": len(re), "mean": float(re.mean()), "sd": float(re.std())}
+    return out
+
+
+def sample_queries(records: Records, q: int, n: int, rng: np.random.Generator) -> list:
+    """``n`` sets of q code indices, each drawn from a random record of >= q codes."""
+    sizes = np.diff(records.matrix.indptr)
+    eligible = np.flatnonzero(sizes >= q)
+    if eligible.size == 0:
+        return []
+    rows = eligible[rng.integers(0, eligible.size, size=n)]
+    return [np.sort(rng.choice(records.record(r), size=q, replace=False)) for r in rows]
+
+
+def relative_errors(records: Records, released, item_of, items, queries) -> np.ndarray:
+    """RE(Q) for each query (array of code indices) as the SI defines it."""
+    orig = records.matrix.tocsc()
+    rel = released.tocsc()
+    out = np.empty(len(queries))
+    for n, query in enumerate(queries):
+        actual = _holding(orig, query)
+        mapped = item_of[query]
+        if (mapped < 0).any():
+            out[n] = 1.0
+            continue
+        ids, per_item = np.unique(mapped, return_counts=True)
+        prob = 1.0
+        for item_id, j in zip(ids, per_item):  # 2^(s-j) / (2^s - 1), overflow-free
+            prob *= 2.0 ** -int(j) / -np.expm1(-len(items[item_id]) * np.log(2))
+        estimate = _holding(rel, ids) * prob
+        out[n] = abs(actual - estimate) / actual
+    return out
+
+
+def _holding(csc: sp.csc_matrix, cols) -> int:
+    """Number of rows holding every column of ``cols``."""
+    rows = None
+    for c in cols:
+        col = csc.indices[csc.indptr[c]:csc.indptr[c + 1]]
+        rows = col if rows is None else np.intersect1d(rows, col, assume_unique=True)
+    return 0 if rows is None else len(rows)

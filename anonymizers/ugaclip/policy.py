@@ -1,0 +1,116 @@
+"""Utility policies (Loukides et al., PNAS 2010, SI "Utility Policies").
+
+A utility policy U is a list of disjoint *utility constraints*, each a set of
+codes that an analysis needs kept apart from the other codes (a disease as a
+set of ICD codes).  UGACLIP only generalizes codes together when they share a
+utility constraint.
+
+Bundled policies live in ``anonymizers/data/utility_policies/<file>.json``:
+``pnas2010`` is Table S2 (19 diseases); ``pnas2010-k2``, ``-k5``, ``-k10`` and
+``-k25`` keep the diseases that Table S1 includes for that k.  The
+transcription choices are listed in the file's ``notes``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from anonymizers.errors import InputError, ParameterError
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "utility_policies"
+
+
+@dataclass(frozen=True)
+class UtilityPolicy:
+    """Disjoint utility constraints (tuples of sorted codes) and their names."""
+
+    constraints: tuple[tuple[str, ...], ...]
+    names: tuple[str, ...]
+
+    @classmethod
+    def from_lists(cls, constraints, names=None, source: str = "utility policy") -> UtilityPolicy:
+        """Validate and build: non-empty constraints of code strings, pairwise disjoint."""
+        cons, owner = [], {}
+        names = list(names) if names is not None else [f"u{i + 1}" for i in range(len(constraints))]
+        if len(names) != len(constraints):
+            raise InputError(source, "names and constraints differ in length")
+        for n, (name, c) in enumerate(zip(names, constraints), start=1):
+            if isinstance(c, str) or not c or not all(isinstance(x, str) and x for x in c):
+                raise InputError(source, f"constraint {n} ({name}) must be a non-empty list of "
+                                 f"code strings, got {c!r}")
+            for code in set(c):
+                if code in owner:
+                    raise InputError(source, f"code {code!r} is in both {owner[code]!r} and "
+                                     f"{name!r}: utility constraints must be disjoint")
+                owner[code] = name
+            cons.append(tuple(sorted(set(c))))
+        return cls(tuple(cons), tuple(str(x) for x in names))
+
+    def strip_dots(self) -> UtilityPolicy:
+        """The same policy with dots removed from codes ('493.00' -> '49300')."""
+        return UtilityPolicy.from_lists([[c.replace(".", "") for c in u] for u in self.constraints],
+                                        self.names)
+
+
+def bundled() -> list[str]:
+    """Names accepted by ``load_utility_policy`` besides file paths."""
+    out = []
+    for path in sorted(DATA.glob("*.json")):
+        obj = json.loads(path.read_text())
+        out.append(path.stem)
+        out += [f"{path.stem}-k{k}" for k in obj.get("k_values", [])]
+    return out
+
+
+def load_utility_policy(name_or_path: str, strip_dots: bool = False) -> UtilityPolicy:
+    """A bundled policy by name (see ``bundled()``) or a JSON file.
+
+    A file holds either a list of code lists, or an object whose
+    ``constraints`` is a list of code lists or of ``{"name", "codes"}``.
+    """
+    policy = _bundled(name_or_path)
+    if policy is None:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise ParameterError("utility_policy", f"{name_or_path!r} is neither a file nor a "
+                                 f"bundled policy ({', '.join(bundled())})")
+        try:
+            obj = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise InputError(str(path), f"not valid JSON: {exc.msg}", row=exc.lineno) from None
+        policy = from_json(obj, str(path))
+    return policy.strip_dots() if strip_dots else policy
+
+
+def from_json(obj, source: str, k: int | None = None) -> UtilityPolicy:
+    """Parse the JSON forms described in ``load_utility_policy``."""
+    items = obj.get("constraints") if isinstance(obj, dict) else obj
+    if not isinstance(items, list):
+        raise InputError(source, 'expected a list of code lists or {"constraints": [...]}')
+    names, cons = [], []
+    for n, item in enumerate(items, start=1):
+        if isinstance(item, dict):
+            if k is not None and k not in item.get("k", []):
+                continue
+            names.append(str(item.get("name", f"u{n}")))
+            cons.append(item.get("codes"))
+        else:
+            names.append(f"u{n}")
+            cons.append(item)
+    return UtilityPolicy.from_lists(cons, names, source)
+
+
+def _bundled(name: str) -> UtilityPolicy | None:
+    stem, _, k = name.partition("-k")
+    path = DATA / f"{stem}.json"
+    if "/" in name or not path.is_file():
+        return None
+    obj = json.loads(path.read_text())
+    if not k:
+        return from_json(obj, str(path))
+    if not k.isdigit() or int(k) not in obj.get("k_values", []):
+        raise ParameterError("utility_policy", f"{name!r}: {stem} is tabulated for k in "
+                             f"{obj.get('k_values', [])} only")
+    return from_json(obj, str(path), k=int(k))

@@ -1,0 +1,95 @@
+"""Property tests: PPE against a literal transcription of Algorithm 1 and
+against the independent verifier, on random data; and the verifier catching
+broken policies."""
+
+from __future__ import annotations
+
+import pandas as pd
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from anonymizers.ppe import PPEConfig, extract_policy
+from anonymizers.verify.ppe import verify_policy
+
+CODES = ["-1", "-9", "V15.4", "E950", "10292", "401", "493.00", "Δ", "é", "a", "b", "c"]
+
+visit = st.frozensets(st.sampled_from(CODES), min_size=1, max_size=5)
+patient = st.lists(visit, min_size=1, max_size=3)
+dataset = st.lists(patient, min_size=0, max_size=12)
+
+
+def to_df(patients) -> pd.DataFrame:
+    rows = [(f"p{i}", f"v{j}", c) for i, visits in enumerate(patients)
+            for j, codes in enumerate(visits) for c in sorted(codes)]
+    return pd.DataFrame(rows, columns=["patient_id", "visit_id", "code"], dtype=str)
+
+
+def algorithm1(filtered: list[frozenset], patients: list[frozenset], k: int) -> set:
+    """Algorithm 1, line by line; support counts patient records (see ppe.py)."""
+    d = sorted(filtered, key=len, reverse=True)           # line 2
+    alive = [True] * len(d)
+    for i in range(len(d)):                                # line 3
+        if not alive[i]:
+            continue
+        for j in range(i + 1, len(d)):                     # line 4
+            if alive[j] and d[j] <= d[i]:                  # line 5
+                alive[j] = False                           # line 6
+        if sum(d[i] <= p for p in patients) >= k:          # line 9
+            alive[i] = False                               # line 10
+    return {d[i] for i in range(len(d)) if alive[i]}       # line 13
+
+
+def records(patients, filt):
+    unions = [frozenset().union(*visits) for visits in patients]
+    if filt == "all-visits":
+        return unions, unions
+    return [v for visits in patients for v in visits], unions
+
+
+@given(dataset, st.integers(1, 6), st.sampled_from(["single-visit", "all-visits"]))
+def test_matches_literal_algorithm_and_verifier(patients, k, filt):
+    df = to_df(patients)
+    result = extract_policy(df, PPEConfig(k, filt))
+    filtered, unions = records(patients, filt)
+    assert {frozenset(c) for c in result.constraints} == algorithm1(filtered, unions, k)
+    assert len(set(result.constraints)) == len(result.constraints)
+    assert all(list(c) == sorted(c) for c in result.constraints)
+    sizes = [len(c) for c in result.constraints]
+    assert sizes == sorted(sizes, reverse=True)
+    assert verify_policy(df, result.to_dict(), k, filt).ok
+
+
+@given(dataset, st.integers(2, 6), st.sampled_from(["single-visit", "all-visits"]),
+       st.data())
+def test_verifier_catches_broken_policies(patients, k, filt, data):
+    df = to_df(patients)
+    good = [list(c) for c in extract_policy(df, PPEConfig(k, filt)).constraints]
+    filtered, unions = records(patients, filt)
+    protected = [r for r in set(filtered) if sum(r <= p for p in unions) >= k]
+    mutations = []
+    if good:
+        i = data.draw(st.integers(0, len(good) - 1))
+        mutations.append(good[:i] + good[i + 1:])                 # a record left uncovered
+        mutations.append(good + [good[i]])                        # listed twice
+        if len(good[i]) > 1:
+            mutations.append(good + [good[i][1:]])                # contained in another
+            mutations.append(good[:i] + [good[i][::-1]] + good[i + 1:])  # not sorted
+    if protected:
+        mutations.append(good + [sorted(protected[0])])           # already protected
+    mutations.append(good + [["not-a-code"]])                     # not a filtered record
+    for bad in mutations:
+        assert not verify_policy(df, bad, k, filt).ok, bad
+
+
+@given(dataset)
+def test_single_visit_policy_is_never_weaker_than_visit_counting(patients):
+    """Every visit supported by fewer than k patients is inside some constraint,
+    even when it occurs in k or more visit records."""
+    assume(patients)
+    df = to_df(patients)
+    k = 2
+    cons = [frozenset(c) for c in extract_policy(df, PPEConfig(k, "single-visit")).constraints]
+    filtered, unions = records(patients, "single-visit")
+    for v in filtered:
+        if sum(v <= p for p in unions) < k:
+            assert any(v <= c for c in cons)
