@@ -18,3 +18,20 @@ CREATE TABLE {table} (
     code              text NOT NULL,
     count             integer NOT NULL CHECK (count > 0)
 );
+
+-- name: ugaclip_items
+-- UGACLIP release, items: an item stands for the set of original codes listed
+-- under its id (Definition 1); a code of one item only is released as itself.
+CREATE TABLE {table} (
+    item_id integer NOT NULL,
+    code    text NOT NULL
+);
+
+-- name: ugaclip_records
+-- UGACLIP release, records: the items each released patient holds.
+-- Suppressed codes are in no item; a patient whose codes were all suppressed
+-- has no row.
+CREATE TABLE {table} (
+    patient_pseudonym text NOT NULL,
+    item_id           integer NOT NULL
+);

@@ -105,3 +105,20 @@ def test_gccens_release_keeps_k_map(source_ids, warehouse):
                                   run.run_id)
     assert outcome == "loaded"
     assert any("k-map" in v["property"] and v["ok"] for v in verdicts["verdicts"])
+
+
+def test_ugaclip_release_holds_every_constraint(source_ids, warehouse):
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(
+        "deid_ugaclip_diagnoses")
+    run = dag.test(run_conf={"k": 3})
+    assert str(run.state).endswith("success"), run.state
+    held = _query(warehouse, "SELECT patient_pseudonym, item_id FROM release.ugaclip_diagnoses_records")
+    items = _query(warehouse, "SELECT item_id, code FROM release.ugaclip_diagnoses_items")
+    assert held and items
+    assert {i for _, i in held} <= {i for i, _ in items}
+    assert not {p for p, _ in held} & source_ids
+    (verdicts,), = _query(warehouse, "SELECT verdicts FROM audit.release_runs WHERE run_id = %s"
+                          " AND release_name = 'ugaclip_diagnoses'", run.run_id)
+    assert all(v["ok"] for v in verdicts["verdicts"]) and len(verdicts["verdicts"]) >= 3

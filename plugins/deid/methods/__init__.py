@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import jsonschema
 
-from deid.methods import gccens, medco
+from deid.methods import gccens, medco, ugaclip
 
-METHODS = {"medco": medco, "gccens": gccens}
+METHODS = {"medco": medco, "ugaclip": ugaclip, "gccens": gccens}
 
 COMMON_PARAMS = {
     "k": {"type": "integer", "minimum": 2, "maximum": 1000, "default": 5,
