@@ -35,3 +35,44 @@ CREATE TABLE {table} (
     patient_pseudonym text NOT NULL,
     item_id           integer NOT NULL
 );
+
+-- Disassociation release (seed 001): five tables per release.
+-- name: dis_clusters
+-- One row per cluster of records (HORPART), with its number of records.
+CREATE TABLE {table} (
+    cluster_id integer NOT NULL,
+    size       integer NOT NULL
+);
+
+-- name: dis_record_chunks
+-- Subrecords of each record chunk (VERPART): the codes of one record that fall
+-- in the chunk; empty subrecords have no row.  Within a cluster every code set
+-- of at most m codes is shared by at least k subrecords.
+CREATE TABLE {table} (
+    cluster_id   integer NOT NULL,
+    chunk_id     integer NOT NULL,
+    subrecord_id integer NOT NULL,
+    code         text NOT NULL
+);
+
+-- name: dis_item_chunks
+-- Codes of a cluster's item chunk: present in the cluster, supports hidden.
+CREATE TABLE {table} (
+    cluster_id integer NOT NULL,
+    code       text NOT NULL
+);
+
+-- name: dis_shared_chunks
+-- Subrecords of the shared chunks made by refining (Fig. 10).
+CREATE TABLE {table} (
+    shared_id    integer NOT NULL,
+    subrecord_id integer NOT NULL,
+    code         text NOT NULL
+);
+
+-- name: dis_shared_chunk_clusters
+-- Which clusters each shared chunk joins.
+CREATE TABLE {table} (
+    shared_id  integer NOT NULL,
+    cluster_id integer NOT NULL
+);

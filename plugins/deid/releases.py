@@ -9,6 +9,7 @@ test) instead of a run.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,6 @@ import yaml
 from deid.methods import COMMON_PARAMS, METHODS, check_params
 from deid.paths import ROOT
 
-RELEASES = ROOT / "releases"
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", None}
 FIELDS = {"name", "version", "description", "schedule", "scope", "screening_policy",
@@ -104,7 +104,13 @@ def _check_schedule(path: Path, schedule) -> None:
         raise ReleaseConfigError(path, "schedule", f"not a cron expression or preset: {schedule!r}")
 
 
-def load_all(folder: Path = RELEASES) -> list[Release]:
+def releases_dir() -> Path:
+    """``releases/`` of the project, or ``DEID_RELEASES_DIR``."""
+    return Path(os.environ.get("DEID_RELEASES_DIR", ROOT / "releases"))
+
+
+def load_all(folder: Path | None = None) -> list[Release]:
+    folder = folder or releases_dir()
     releases = [load_release(p) for p in sorted(folder.glob("*.yaml"))]
     names = [r.name for r in releases]
     dup = {n for n in names if names.count(n) > 1}

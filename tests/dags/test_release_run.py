@@ -122,3 +122,21 @@ def test_ugaclip_release_holds_every_constraint(source_ids, warehouse):
     (verdicts,), = _query(warehouse, "SELECT verdicts FROM audit.release_runs WHERE run_id = %s"
                           " AND release_name = 'ugaclip_diagnoses'", run.run_id)
     assert all(v["ok"] for v in verdicts["verdicts"]) and len(verdicts["verdicts"]) >= 3
+
+
+def test_disassociation_release_keeps_k_m_anonymity(source_ids, warehouse):
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(
+        "deid_disassociation_diagnoses")
+    run = dag.test(run_conf={"k": 3, "m": 2})
+    assert str(run.state).endswith("success"), run.state
+    sizes = _query(warehouse, "SELECT size FROM release.disassociation_diagnoses_clusters")
+    assert sizes and min(s for (s,) in sizes) >= 3
+    chunks = _query(warehouse, "SELECT count(*) FROM release.disassociation_diagnoses_record_chunks")
+    assert chunks[0][0] > 0
+    (verdicts, metrics), = _query(warehouse, "SELECT verdicts, metrics FROM audit.release_runs "
+                                  "WHERE run_id = %s AND release_name = "
+                                  "'disassociation_diagnoses'", run.run_id)
+    assert all(v["ok"] for v in verdicts["verdicts"])
+    assert "are_w2" in metrics["disassociation"]

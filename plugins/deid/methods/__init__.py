@@ -11,15 +11,17 @@ Each method module defines:
   restricted(run, params) -> dict for the restricted schema
   metrics(run) -> the figures for the audit row
   figures(run, params) -> [(caption, matplotlib figure)] for the report
+  check(params)     optional: raise ValueError('<param>: <problem>') across parameters
 """
 
 from __future__ import annotations
 
 import jsonschema
 
-from deid.methods import gccens, medco, ugaclip
+from deid.methods import disassociation, gccens, medco, ugaclip
 
-METHODS = {"medco": medco, "ugaclip": ugaclip, "gccens": gccens}
+METHODS = {"medco": medco, "ugaclip": ugaclip, "disassociation": disassociation,
+           "gccens": gccens}
 
 COMMON_PARAMS = {
     "k": {"type": "integer", "minimum": 2, "maximum": 1000, "default": 5,
@@ -50,3 +52,5 @@ def check_params(method: str, params: dict) -> None:
             jsonschema.validate(value, schema)
         except jsonschema.ValidationError as exc:
             raise ValueError(f"{name}: {exc.message}") from None
+    if hasattr(METHODS[method], "check"):
+        METHODS[method].check({**{n: s["default"] for n, s in schemas.items()}, **params})

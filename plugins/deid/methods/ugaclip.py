@@ -14,13 +14,20 @@ import pandas as pd
 from deid import validation
 
 TITLE = "UGACLIP (generalization and suppression)"
-POLICIES = ["pnas2010", "pnas2010-k2", "pnas2010-k5", "pnas2010-k10", "pnas2010-k25",
+POLICIES = ["none", "pnas2010", "pnas2010-k2", "pnas2010-k5", "pnas2010-k10", "pnas2010-k25",
             "icd9-level-1", "icd9-level-2", "icd9-level-3"]
 PARAMS = {
     "utility_policy": {"enum": POLICIES, "default": "icd9-level-2", "title": "Utility policy",
-                       "description": "Which codes may be generalized together: the paper's "
-                                      "diseases (Tables S1-S2) or ICD-9 hierarchy levels."},
+                       "description": "Which codes may be generalized (UGACLIP) or kept together "
+                                      "(disassociation): the paper's diseases (Tables S1-S2) "
+                                      "or ICD-9 hierarchy levels."},
 }
+
+
+def check(params: dict) -> None:
+    """UGACLIP cannot run without a utility policy."""
+    if params.get("utility_policy") in (None, "none"):
+        raise ValueError("utility_policy: UGACLIP needs a utility policy (not 'none')")
 STEPS = ("generalize",)
 
 
