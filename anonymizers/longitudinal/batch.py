@@ -1,0 +1,141 @@
+"""Alignment costs of one trajectory against many at once (the MDAV distances).
+
+MDAV needs the A-GS (or Baseline) cost of a query trajectory against every
+remaining one: about n^2/k alignments.  Only the total cost matters for a
+distance (the split into ILM and ALM does not change which cell is minimal),
+so the A-GS recurrence is run on totals, vectorised over candidates and over
+a whole DP row at once: with V[j] = min(diag[j], up[j]) and S the prefix sums
+of the candidate's suppression costs, the row is
+``T[h, j] = S[j] + cummin_l<=j (V[l] - S[l])`` (the LEFT moves chained).
+Candidates are grouped by length (within a factor 2) and padded.
+
+Both query and candidates are input trajectories (only their root values are
+generalized), so the pairwise generalization costs depend only on the two
+values: they are tabulated per query over the dataset's distinct values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from anonymizers.longitudinal.alignment import Trees
+from anonymizers.longitudinal.loss import combined_lm, lm
+
+PAD_CELLS = 1 << 15  # below this many padded cells a chunk is overhead-bound
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """All input trajectories, flat, as indices of distinct values.
+
+    ``icd_val[p]`` indexes ``icd_nodes`` (node ids of the ICD tree), same for
+    age; ``offsets`` delimit patients as in ``Trajectories``.
+    """
+
+    icd_val: np.ndarray
+    age_val: np.ndarray
+    icd_nodes: np.ndarray
+    age_nodes: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def span(self, t: int) -> slice:
+        return slice(self.offsets[t], self.offsets[t + 1])
+
+
+class CostModel:
+    """Cost tables of one alignment flavour: A-GS with weights, or Baseline
+    (which the thesis runs without weights, i.e. w_icd = w_age = 1)."""
+
+    def __init__(self, enc: Encoded, trees: Trees, w_icd: float, w_age: float):
+        self.enc, self.trees, self.w_icd, self.w_age = enc, trees, w_icd, w_age
+        sup_icd = lm(trees.icd, enc.icd_nodes, enc.icd_nodes == 0, 0) * w_icd
+        sup_age = lm(trees.age, enc.age_nodes, enc.age_nodes == 0, 0) * w_age
+        self.sup_flat = sup_icd[enc.icd_val] + sup_age[enc.age_val]
+
+    def _table(self, tree, nodes, query_vals, w) -> np.ndarray:
+        """Weighted combined LM of each query value against every distinct
+        value, plus a zero column for padding."""
+        uq, inv = np.unique(query_vals, return_inverse=True)
+        q = nodes[uq][:, None]
+        _, cost = combined_lm(tree, q, q == 0, nodes[None, :], nodes[None, :] == 0)
+        table = np.zeros((len(uq), len(nodes) + 1))
+        table[:, :-1] = cost * w
+        return table[inv]
+
+    def query_tables(self, t: int):
+        s = self.enc.span(t)
+        ti = self._table(self.trees.icd, self.enc.icd_nodes, self.enc.icd_val[s], self.w_icd)
+        ta = self._table(self.trees.age, self.enc.age_nodes, self.enc.age_val[s], self.w_age)
+        return ti, ta, self.sup_flat[s]
+
+
+def _chunks(lengths: np.ndarray) -> list[np.ndarray]:
+    """Positions of candidates grouped by length (max/min <= 2 unless small)."""
+    order = np.argsort(lengths, kind="stable")
+    groups, start = [], 0
+    for stop in range(1, len(order) + 1):
+        if stop == len(order):
+            groups.append(order[start:stop])
+            break
+        nxt = lengths[order[stop]]
+        cells = (stop - start + 1) * nxt
+        if nxt > 2 * max(1, lengths[order[start]]) and cells > PAD_CELLS:
+            groups.append(order[start:stop])
+            start = stop
+    return groups
+
+
+def _padded(enc: Encoded, model: CostModel, idx: np.ndarray):
+    lengths = enc.lengths[idx]
+    width = int(lengths.max()) if len(idx) else 0
+    cols = np.arange(width)
+    mask = cols[None, :] < lengths[:, None]
+    pos = np.where(mask, enc.offsets[idx][:, None] + cols[None, :], 0)
+    yi = np.where(mask, enc.icd_val[pos], len(enc.icd_nodes))
+    ya = np.where(mask, enc.age_val[pos], len(enc.age_nodes))
+    sup = np.where(mask, model.sup_flat[pos], 0.0)
+    return yi, ya, sup, lengths
+
+
+def ags_costs(model: CostModel, t: int, candidates: np.ndarray) -> np.ndarray:
+    """Total weighted A-GS cost (ILM + ALM) of trajectory ``t`` against each
+    of ``candidates`` (indices), in the order given."""
+    ti, ta, sx = model.query_tables(t)
+    out = np.empty(len(candidates))
+    for pos in _chunks(model.enc.lengths[candidates]):
+        yi, ya, sy, lengths = _padded(model.enc, model, candidates[pos])
+        s = np.zeros((len(pos), yi.shape[1] + 1))
+        np.cumsum(sy, axis=1, out=s[:, 1:])
+        row = s.copy()  # row 0: suppress y_1..y_j
+        for h in range(len(sx)):
+            v = np.empty_like(row)
+            v[:, 0] = row[:, 0] + sx[h]
+            np.minimum(row[:, :-1] + ti[h][yi] + ta[h][ya], row[:, 1:] + sx[h], out=v[:, 1:])
+            v -= s
+            np.minimum.accumulate(v, axis=1, out=v)
+            row = v + s
+        out[pos] = row[np.arange(len(pos)), lengths]
+    return out
+
+
+def baseline_costs(model: CostModel, t: int, candidates: np.ndarray) -> np.ndarray:
+    """Total Baseline cost (Algorithm 2) of ``t`` against each candidate."""
+    ti, ta, sx = model.query_tables(t)
+    m = len(sx)
+    sx_tail = np.concatenate([np.cumsum(sx[::-1])[::-1], [0.0]])
+    out = np.empty(len(candidates))
+    for pos in _chunks(model.enc.lengths[candidates]):
+        yi, ya, sy, lengths = _padded(model.enc, model, candidates[pos])
+        s = min(m, yi.shape[1])
+        h = np.arange(s)
+        gen = ti[h[None, :], yi[:, :s]] + ta[h[None, :], ya[:, :s]]
+        gen = np.where(h[None, :] < lengths[:, None], gen, 0.0).sum(axis=1)
+        y_tail = np.where(np.arange(yi.shape[1])[None, :] >= m, sy, 0.0).sum(axis=1)
+        out[pos] = gen + y_tail + sx_tail[np.minimum(lengths, m)]
+    return out

@@ -1,0 +1,83 @@
+"""Utility figures of LDA (Tamersoy 2011, Sections IV.4.3 and IV.4.4).
+
+AvgRE: the workload is every (ICD, Age) pair found in at least 1% of the
+original trajectories (pairs whose code is outside the ICD hierarchy or whose
+age is outside the age domain are left out: no released value can be read as
+them).  a(Q) counts the original trajectories holding the pair.  e(Q) reads
+every released value as a uniformly random leaf under it, so a released
+(g_icd, g_age) holds (u, v) with probability
+``leaves(u)/leaves(g_icd) * leaves(v)/leaves(g_age)`` when g_icd and g_age are
+u, v or their ancestors (1 for an exact match), else 0.  A trajectory with
+several such pairs holds (u, v) with probability ``1 - prod(1 - p)`` (the
+pairs read independently: the thesis' example has only one).  e(Q) sums this
+over released trajectories; RE = |a - e| / a, AvgRE is the mean RE.
+
+Level histograms (Figures 13-14): the percent of the original pairs' ICD
+codes and ages that end up at each level of their hierarchy; a suppressed pair
+counts at the root level (any / 128-year), as the thesis counts Baseline's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from anonymizers.longitudinal.hierarchies import EncodedTree
+
+WORKLOAD_SUPPORT = 0.01
+QUERY_BLOCK = 256
+
+
+def workload(icd: np.ndarray, age: np.ndarray, owner: np.ndarray, n: int,
+             min_support: float = WORKLOAD_SUPPORT) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries ``(u, v)`` (node ids) held by at least ``min_support`` of the
+    ``n`` trajectories, with their true counts a(Q)."""
+    ok = (icd != 0) & (age != 0)
+    triples = np.unique(np.stack([owner[ok], icd[ok], age[ok]], axis=1), axis=0)
+    if not len(triples):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    pairs, support = np.unique(triples[:, 1:], axis=0, return_counts=True)
+    keep = support >= min_support * n - 1e-9
+    return pairs[keep, 0], pairs[keep, 1], support[keep]
+
+
+def estimated_counts(u: np.ndarray, v: np.ndarray, rel_icd: np.ndarray, rel_age: np.ndarray,
+                     rel_group: np.ndarray, group_size: np.ndarray,
+                     icd_tree: EncodedTree, age_tree: EncodedTree) -> np.ndarray:
+    """e(Q) for each query (u, v) given released pairs grouped by trajectory
+    group (a cluster: ``group_size`` patients share its pairs)."""
+    out = np.zeros(len(u))
+    if not len(rel_icd) or not len(u):
+        return out
+    order = np.argsort(rel_group, kind="stable")
+    gi, ga, grp = rel_icd[order], rel_age[order], rel_group[order]
+    starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
+    sizes = group_size[grp[starts]]
+    for lo in range(0, len(u), QUERY_BLOCK):
+        qu, qv = u[lo:lo + QUERY_BLOCK], v[lo:lo + QUERY_BLOCK]
+        p_icd = np.where(icd_tree.is_ancestor_or_self(gi[:, None], qu[None, :]),
+                         icd_tree.leaves[qu][None, :] / icd_tree.leaves[gi][:, None], 0.0)
+        p_age = np.where(age_tree.is_ancestor_or_self(ga[:, None], qv[None, :]),
+                         age_tree.leaves[qv][None, :] / age_tree.leaves[ga][:, None], 0.0)
+        with np.errstate(divide="ignore"):
+            log_miss = np.log1p(-(p_icd * p_age))
+        prob = 1.0 - np.exp(np.add.reduceat(log_miss, starts, axis=0))
+        out[lo:lo + QUERY_BLOCK] = sizes @ prob
+    return out
+
+
+def avg_re(actual: np.ndarray, estimate: np.ndarray) -> float | None:
+    """Mean relative error |a - e| / a over the workload (None if empty)."""
+    if not len(actual):
+        return None
+    return float(np.mean(np.abs(actual - estimate) / actual))
+
+
+def level_histogram(tree: EncodedTree, released: np.ndarray, levels=()) -> dict[str, float]:
+    """Percent of values per hierarchy level; ``released`` -1 = suppressed."""
+    nodes = np.where(np.asarray(released) < 0, 0, released).astype(np.int64)
+    names = tree.level_names(nodes)
+    uniq, counts = np.unique(names.astype(str), return_counts=True)
+    found = dict(zip(uniq.tolist(), (100.0 * counts / max(1, len(nodes))).tolist()))
+    ordered = {lev: found.pop(lev, 0.0) for lev in levels}
+    return {**ordered, **dict(sorted(found.items()))}

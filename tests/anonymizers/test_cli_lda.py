@@ -1,0 +1,70 @@
+"""``python -m anonymizers lda`` on CSV files."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from anonymizers.__main__ import main
+
+ROWS = [(1, "401.1", 33), (1, "401.1", 34), (1, "401.1", 35), (2, "401.1", 38),
+        (2, "401.1", 40), (3, "401.9", 38), (3, "401.1", 40), (4, "401.9", 33),
+        (4, "401.1", 33), (4, "401.1", 34), (4, "401.1", 35), (5, "401.1", 39),
+        (5, "401.9", 40), (6, "401.1", 40), (6, "401.9", 40), (6, "-1", 41)]
+
+
+@pytest.fixture
+def pairs_csv(tmp_path):
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame(ROWS, columns=["patient_id", "code", "age"]).to_csv(path, index=False)
+    return path
+
+
+def test_writes_the_release_json(pairs_csv, tmp_path, capsys):
+    out, pmap = tmp_path / "out.json", tmp_path / "map.csv"
+    code = main(["lda", "--k", "2", "--seed", "3", "--input", str(pairs_csv),
+                 "--output", str(out), "--map", str(pmap), "--verify"])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["k"] == 2 and len(doc["records"]) == 6
+    assert {"ilm", "alm", "avg_re", "icd_levels", "age_levels"} <= set(doc["metrics"])
+    first = doc["records"][0]
+    assert set(first) == {"patient_id", "trajectory"}
+    assert all(len(p) == 2 and all(isinstance(v, str) for v in p)
+               for r in doc["records"] for p in r["trajectory"])
+    assert not {r["patient_id"] for r in doc["records"]} & {str(i) for i in range(1, 7)}
+    trajectories = [tuple(map(tuple, r["trajectory"])) for r in doc["records"]]
+    assert all(trajectories.count(t) >= 2 for t in trajectories)
+    assert len(pd.read_csv(pmap)) == 6
+    err = capsys.readouterr().err
+    assert "outside the ICD-9-CM hierarchy" in err and "-1" in err and "verifier: ok" in err
+
+
+def test_baseline_and_weights(pairs_csv, tmp_path):
+    out = tmp_path / "out.json"
+    assert main(["lda", "--k", "3", "--alignment", "baseline", "--w-icd", "0.9",
+                 "--w-age", "0.1", "--seed", "1", "--input", str(pairs_csv),
+                 "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["metrics"]["alignment"] == "baseline"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--k", "0"], "parameter 'k'"),
+    (["--k", "9"], "larger than the number of patients"),
+    (["--k", "2", "--w-icd", "0.7"], "w_icd + w_age must be 1")])
+def test_user_errors_exit_1(pairs_csv, tmp_path, capsys, args, message):
+    code = main(["lda", *args, "--input", str(pairs_csv), "--output", str(tmp_path / "o.json")])
+    assert code == 1
+    assert message in capsys.readouterr().err
+
+
+def test_missing_input_and_bad_age(tmp_path, capsys):
+    assert main(["lda", "--k", "2", "--input", str(tmp_path / "nope.csv"),
+                 "--output", str(tmp_path / "o.json")]) == 1
+    assert "file not found" in capsys.readouterr().err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("patient_id,code,age\n1,401.1,40\n2,401.1,forty\n")
+    assert main(["lda", "--k", "1", "--input", str(bad), "--output", str(tmp_path / "o.json")]) == 1
+    assert "row 2, field 'age'" in capsys.readouterr().err
