@@ -76,3 +76,14 @@ CREATE TABLE {table} (
     shared_id  integer NOT NULL,
     cluster_id integer NOT NULL
 );
+
+-- name: lda_trajectories
+-- LDA release: each patient's anonymized trajectory as ordered (code, age)
+-- pairs; values are hierarchy labels (401.1, 401-405, * ; 33, 33-40, *).
+-- Every trajectory is shared by at least k patients.
+CREATE TABLE {table} (
+    patient_pseudonym text NOT NULL,
+    position          integer NOT NULL,
+    code              text NOT NULL,
+    age               text NOT NULL
+);

@@ -140,3 +140,22 @@ def test_disassociation_release_keeps_k_m_anonymity(source_ids, warehouse):
                                   "'disassociation_diagnoses'", run.run_id)
     assert all(v["ok"] for v in verdicts["verdicts"])
     assert "are_w2" in metrics["disassociation"]
+
+
+def test_lda_release_is_k_anonymous(source_ids, warehouse):
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(
+        "deid_lda_trajectories")
+    run = dag.test(run_conf={"k": 3})
+    assert str(run.state).endswith("success"), run.state
+    rows = _query(warehouse, "SELECT patient_pseudonym, position, code, age "
+                  "FROM release.lda_trajectories ORDER BY 1, 2")
+    trajectories: dict = {}
+    for p, _, code, age in rows:
+        trajectories.setdefault(p, []).append((code, age))
+    counts: dict = {}
+    for t in trajectories.values():
+        counts[tuple(t)] = counts.get(tuple(t), 0) + 1
+    assert rows and min(counts.values()) >= 3
+    assert not set(trajectories) & source_ids
