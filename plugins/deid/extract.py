@@ -47,6 +47,9 @@ def extract_to_parquet(out: Path, scope: str = "TRUE") -> dict:
 
 
 def _csv_to_parquet(csv_path: Path, out: Path) -> dict:
+    if csv_path.stat().st_size == 0:  # the scope selects nothing
+        pq.write_table(SCHEMA.empty_table(), out, compression="zstd")
+        return {"rows": 0, "patients": 0, "placeholder_codes_dropped": 0}
     reader = pacsv.open_csv(
         csv_path, read_options=pacsv.ReadOptions(column_names=SCHEMA.names,
                                                  block_size=BLOCK_BYTES),

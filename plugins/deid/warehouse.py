@@ -10,6 +10,7 @@ from the ``pgserver`` package is started with its data in ``var/warehouse``
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from urllib.parse import unquote, urlparse
@@ -56,6 +57,8 @@ def start_embedded():
     """Start (or attach to) the embedded server; returns its libpq URI."""
     import pgserver
 
+    # pgserver logs at exit, after logging has closed its streams: keep it quiet
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     path = embedded_dir()
     path.parent.mkdir(parents=True, exist_ok=True)
     server = pgserver.get_server(path, cleanup_mode=None)

@@ -53,7 +53,8 @@ def verify(run, params) -> list[dict]:
 
     verdicts = verify_dummies(_patient_codes(run), pd.read_parquet(run.path("released.parquet")),
                               pd.read_parquet(run.path("dummy_map.parquet")),
-                              run.read_json("clusters.json")["clusters"])
+                              run.read_json("clusters.json")["clusters"],
+                              params["min_anonymity_set"])
     return [v.as_dict() for v in (verdicts if isinstance(verdicts, list) else [verdicts])]
 
 
