@@ -37,7 +37,7 @@ def ensure_demo_data() -> dict:
     return counts
 
 
-def run_dag(dag_id: str = "deid_medco", conf: dict | None = None):
+def run_dag(dag_id: str = "deid_medco_codes", conf: dict | None = None):
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=os.environ.get("AIRFLOW__CORE__DAGS_FOLDER"))
@@ -53,14 +53,19 @@ def summary(release: str = "medco_codes") -> dict:
         cur.execute(f"SELECT count(*), count(DISTINCT patient_pseudonym), "
                     f"count(DISTINCT code_token) FROM release.{release}")
         rows, patients, tokens = cur.fetchone()
-        cur.execute("SELECT run_id, outcome, seed, input_rows, output_rows, metrics->'dummies' "
-                    "FROM audit.release_runs WHERE release_name = %s "
+        cur.execute("SELECT run_id, outcome, seed, input_rows, output_rows, metrics, verdicts, "
+                    "report_path FROM audit.release_runs WHERE release_name = %s "
                     "ORDER BY ended_at DESC LIMIT 1", (release,))
-        run_id, outcome, seed, n_in, n_out, dummies = cur.fetchone()
+        run_id, outcome, seed, n_in, n_out, metrics, verdicts, report = cur.fetchone()
+    medco = metrics.get("medco", {})
     return {"release_table": f"release.{release}", "rows": rows,
             "released_patients": patients, "distinct_code_tokens": tokens,
             "last_run": run_id, "outcome": outcome, "seed": seed,
-            "input_rows": n_in, "output_rows": n_out, "dummies": dummies}
+            "extracted_claim_code_rows": n_in, "privacy_constraints_before":
+                metrics.get("ppe", {}).get("constraints"),
+            **{k: v for k, v in medco.items() if "ratio" in k or "dumm" in k},
+            "verdicts": {v["property"]: v["ok"] for v in verdicts["verdicts"]},
+            "report": report}
 
 
 def main() -> int:
