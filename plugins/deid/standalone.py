@@ -34,7 +34,7 @@ def environment() -> dict:
         var_dir() / "airflow" / "passwords.json")
     env["AIRFLOW__API__PORT"] = str(PORT)
     env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] = f"http://localhost:{PORT}/execution/"
-    env["AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"] = "False"
+    env.setdefault("AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION", "False")
     return env
 
 

@@ -52,6 +52,8 @@ def airflow_server(warehouse, tmp_path_factory):
     port = _free_port()
     env = {**os.environ, "AIRFLOW_HOME": str(home), "DEID_AIRFLOW_PORT": str(port),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+           # only the DAG the tests unpause runs: no scheduled runs of the others
+           "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
            "AIRFLOW__SCHEDULER__DAG_DIR_LIST_INTERVAL": "5",
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     env["AIRFLOW_VAR_DEID_TOKEN_KEY"] = env.get("AIRFLOW_VAR_DEID_TOKEN_KEY", "ui-test-key")
