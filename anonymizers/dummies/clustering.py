@@ -1,0 +1,148 @@
+"""MedCo code clustering (Zoveralli, "Dummy generation for MedCo", section 2).
+
+Three steps, as in the report:
+
+1. HAC on Jaccard distances over patients groups highly correlated codes
+   (Fig. 3); the dendrogram is cut at ``distance_threshold``.
+2. Clusters by frequency (Fig. 4): each correlated group is one unit whose
+   feature is the mean frequency of its codes, so correlated codes stay
+   together "even the ones that do not have similar frequency".  The report
+   does not name the frequency clustering; we use agglomerative clustering
+   with Ward's criterion on that one feature (the HAC family of step 1),
+   which in one dimension merges neighbouring frequency groups.
+3. Minimum anonymity set (Fig. 5): while the smallest cluster has fewer than
+   ``A`` codes, "uncorrelated codes from the biggest cluster" move into it.
+   Reading chosen: uncorrelated codes are those in no correlated group; they
+   go first, nearest in frequency to the receiving cluster's range first
+   (to keep its flattening cheap); a correlated group moves whole when the
+   donor can spare it, and is split only when nothing else can move.
+
+With fewer than ``A`` codes in all, the anonymity set cannot be met: every
+code goes into one cluster and ``metrics["anonymity_set_met"]`` is False.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from anonymizers.dummies.config import ClusterConfig
+from anonymizers.dummies.inputs import encode_input
+from anonymizers.dummies.jaccard import correlated_groups
+from anonymizers.dummies.results import ClusterResult
+
+
+def cluster_codes(df, config: ClusterConfig) -> ClusterResult:
+    """Cluster the codes of ``df`` (columns ``patient_id, code``) for water-filling."""
+    records = encode_input(df)
+    freq = records.support()
+    n_codes, a = records.n_codes, config.min_anonymity_set
+    groups = correlated_groups(records.matrix, config.distance_threshold, config.linkage)
+    n_max = max(1, n_codes // a)
+    n_eff = min(config.n_clusters or n_max, n_max)
+    unit_mean = np.bincount(groups, weights=freq) / np.bincount(groups)
+    labels = ward_1d(unit_mean[groups], n_eff)
+    labels, moved, split = enforce_min_anonymity(labels, groups, freq, a)
+    clusters = _ordered_clusters(labels, freq, records.codes)
+    sizes = [len(c) for c in clusters]
+    multi = [np.flatnonzero(groups == g) for g in np.flatnonzero(np.bincount(groups) > 1)]
+    metrics = {
+        "n_patients": records.n_records, "n_codes": n_codes,
+        "min_anonymity_set": a, "n_clusters_requested": config.n_clusters,
+        "n_clusters": len(clusters), "cluster_sizes": sizes,
+        "smallest_cluster": min(sizes), "anonymity_set_met": min(sizes) >= a,
+        "correlated_groups": len(multi), "codes_in_correlated_groups": int(sum(map(len, multi))),
+        "codes_moved_for_anonymity_set": moved, "correlated_groups_split": split,
+        "theoretical_ratio": theoretical_ratio(labels, freq),
+    }
+    groups_out = sorted(sorted(records.codes[g].tolist()) for g in multi)
+    return ClusterResult(clusters=clusters, correlated_groups=groups_out, metrics=metrics)
+
+
+def ward_1d(values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Ward agglomeration of scalar ``values`` into at most ``n_groups`` labels.
+
+    Equal values start in one group (they merge at zero cost).  In one
+    dimension the cheapest Ward merge joins neighbours in sorted order, so only
+    those are compared; ties go to the lower values.  Labels follow ascending
+    value.
+    """
+    uniq, inv = np.unique(values, return_inverse=True)
+    mean, weight = uniq.astype(float), np.bincount(inv).astype(float)
+    label_of_uniq = np.arange(len(uniq))
+    while len(mean) > n_groups:
+        cost = weight[:-1] * weight[1:] / (weight[:-1] + weight[1:]) * np.diff(mean) ** 2
+        i = int(np.argmin(cost))
+        total = weight[i] + weight[i + 1]
+        mean[i] = (weight[i] * mean[i] + weight[i + 1] * mean[i + 1]) / total
+        weight[i] = total
+        mean, weight = np.delete(mean, i + 1), np.delete(weight, i + 1)
+        label_of_uniq[label_of_uniq > i] -= 1
+    return label_of_uniq[inv]
+
+
+def enforce_min_anonymity(labels: np.ndarray, groups: np.ndarray, freq: np.ndarray,
+                          a: int) -> tuple[np.ndarray, int, int]:
+    """Move codes from the biggest cluster into any cluster under ``a`` codes.
+
+    Returns the new labels, how many codes moved and how many correlated
+    groups had to be split.  Assumes ``n_clusters * a <= n_codes`` (or one
+    cluster), which ``cluster_codes`` ensures, so the donor always has a code
+    to spare.
+    """
+    labels, groups = labels.copy(), groups.copy()
+    moved = split = 0
+    n_cl = int(labels.max()) + 1
+    while n_cl > 1:
+        sizes = np.bincount(labels, minlength=n_cl)
+        recv, donor = int(np.argmin(sizes)), int(np.argmax(sizes))
+        need, spare = a - int(sizes[recv]), int(sizes[donor]) - a
+        if need <= 0:
+            break
+        lo, hi = freq[labels == recv].min(), freq[labels == recv].max()
+        units = _donor_units(labels == donor, groups, freq, lo, hi)
+        for unit in units:
+            if need <= 0:
+                break
+            if len(unit) <= spare:
+                labels[unit] = recv
+                need, spare, moved = need - len(unit), spare - len(unit), moved + len(unit)
+        if need > 0:  # every remaining unit is a correlated group too big to spare
+            unit = next(u for u in units if labels[u[0]] == donor)
+            gap = np.maximum(lo - freq[unit], freq[unit] - hi)
+            take = unit[np.argsort(gap, kind="stable")[:min(need, spare)]]
+            labels[take] = recv
+            groups[take] = groups.max() + 1 + np.arange(len(take))
+            moved, split = moved + len(take), split + 1
+    return labels, moved, split
+
+
+def _donor_units(in_donor: np.ndarray, groups: np.ndarray, freq: np.ndarray,
+                 lo: float, hi: float) -> list[np.ndarray]:
+    """The donor's groups: uncorrelated codes first, then nearest in frequency."""
+    codes = np.flatnonzero(in_donor)
+    ids, inv = np.unique(groups[codes], return_inverse=True)
+    size = np.bincount(inv)
+    mean = np.bincount(inv, weights=freq[codes]) / size
+    gap = np.maximum(np.maximum(lo - mean, mean - hi), 0.0)
+    order = np.lexsort((ids, gap, size > 1))
+    by_unit = np.argsort(inv, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(size)])
+    return [codes[by_unit[bounds[u]:bounds[u + 1]]] for u in order]
+
+
+def theoretical_ratio(labels: np.ndarray, freq: np.ndarray) -> float:
+    """Fig. 7's theoretical ratio: every code raised to its cluster's top
+    frequency, over the real number of code occurrences."""
+    n_cl = int(labels.max()) + 1
+    top = np.zeros(n_cl, dtype=np.int64)
+    np.maximum.at(top, labels, freq)
+    return float(top[labels].sum() / freq.sum())
+
+
+def _ordered_clusters(labels: np.ndarray, freq: np.ndarray, codes: np.ndarray) -> list[list[str]]:
+    out = []
+    for c in np.unique(labels):
+        members = np.flatnonzero(labels == c)
+        out.append((int(freq[members].max()), sorted(codes[members].tolist())))
+    out.sort(key=lambda t: (t[0], t[1]))
+    return [c for _, c in out]

@@ -1,0 +1,23 @@
+"""The MedCo benchmark still runs (on 600 MEPS patients) and its releases verify."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import harness
+from benchmarks.bench_medco import main
+
+
+@pytest.mark.datasets
+def test_bench_medco_small(datasets_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(harness, "RESULTS", tmp_path)
+    record = main(small=True)
+    assert json.loads((tmp_path / "medco_small.json").read_text())["figures"] == record["figures"]
+    figures = record["figures"]
+    assert figures["patients"] == 600 and figures["clusters_verdict_ok"]
+    for order in ("ascending", "descending"):
+        run = figures[order]
+        assert run["verdict_ok"], run["violations"]
+        assert run["n_dummies"] > 0 and run["real_ratio"] > 1
