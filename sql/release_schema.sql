@@ -41,13 +41,16 @@ CREATE TABLE IF NOT EXISTS restricted.dummy_map (
     PRIMARY KEY (release_name, run_id, pseudonym)
 );
 
--- The HMAC key that turned codes into tokens for a release.
+-- The HMAC key that turned codes into tokens for a release (MedCo), so that
+-- the data owner can map tokens back to codes.  Readers of the release cannot
+-- read this schema; the key's source of truth is the Airflow variable.
 CREATE TABLE IF NOT EXISTS restricted.token_keys (
     release_name text NOT NULL,
     run_id       text NOT NULL,
-    key_sha256   text NOT NULL,   -- fingerprint; the key itself stays in the Airflow secret
+    key_sha256   text NOT NULL,   -- fingerprint, to tell keys apart without reading them
     PRIMARY KEY (release_name, run_id)
 );
+ALTER TABLE restricted.token_keys ADD COLUMN IF NOT EXISTS token_key text;
 
 -- The PPE privacy policy a run extracted (what the generalization methods consume).
 CREATE TABLE IF NOT EXISTS restricted.privacy_policies (

@@ -115,9 +115,11 @@ def _write_restricted(cur, release, run_id, restricted: dict) -> None:
         dm = restricted["dummy_map"].assign(release_name=release, run_id=run_id)
         copy_frame(cur, "restricted.dummy_map",
               dm[["release_name", "run_id", "pseudonym", "is_dummy", "made_from"]])
-    if restricted.get("key_sha256"):
-        cur.execute("INSERT INTO restricted.token_keys VALUES (%s, %s, %s)",
-                    (release, run_id, restricted["key_sha256"]))
+    if restricted.get("token_key"):
+        key = restricted["token_key"]
+        cur.execute("INSERT INTO restricted.token_keys (release_name, run_id, key_sha256, "
+                    "token_key) VALUES (%s, %s, %s, %s)",
+                    (release, run_id, key_fingerprint(key.encode()), key))
     policy = restricted.get("policy")
     if policy:
         rows = [(release, run_id, policy["k"], policy["filter"], i, c)

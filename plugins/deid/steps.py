@@ -150,11 +150,22 @@ def load(run: Run, method: str, params: dict, token_key: str, table: str,
     restricted = {**module.restricted(run, params, token_key),
                   "policy": run.read_json("policy.json")}
     rows = sum(len(f) for f in frames.values())
+    verdicts = run.read_json("verdicts.json")
     load_mod.swap(run.release, run.run_id, built, restricted,
                   {**audit, "output_rows": rows, "metrics": {**audit.get("metrics", {}),
                                                              method: module.metrics(run)},
-                   "verdicts": run.read_json("verdicts.json")})
+                   "verdicts": verdicts, "risk_after": risk_after(verdicts, module.metrics(run))})
     return {"tables": sorted(built.values()), "rows": rows}
+
+
+RISK_KEYS = ("dis", "risk", "below_k", "uniquely", "constraints_satisfied", "unsatisfied")
+
+
+def risk_after(verdicts: dict, metrics: dict) -> dict:
+    """What the release guarantees, as verified, and the method's own risk figures."""
+    return {"guarantees_verified": {v["property"]: v["ok"] for v in verdicts["verdicts"]
+                                    if not v["property"].startswith("threshold")},
+            **{k: v for k, v in metrics.items() if any(r in k for r in RISK_KEYS)}}
 
 
 def record_failure(run: Run, audit: dict, error: str) -> None:

@@ -79,7 +79,7 @@ def restricted(run, params, token_key: str) -> dict:
     return {"dummy_map": pd.DataFrame({"pseudonym": dummy_map["pseudonym"],
                                        "is_dummy": dummy_map["is_dummy"],
                                        "made_from": made_from}),
-            "key_sha256": load_mod.key_fingerprint(token_key.encode())}
+            "token_key": token_key}
 
 
 def metrics(run) -> dict:
