@@ -158,6 +158,8 @@ def _claims(name, ids, member, first, t, conditions, groups, vocab, weights, rng
              "clm_id": [f"{t}{first + i:07d}{j:06d}" for j, i in enumerate(member)],
              "clm_from_dt": np.datetime_as_string(start, unit="D"),
              "clm_thru_dt": np.datetime_as_string(end, unit="D")}
+    if name == "inpatient":
+        frame["clm_utlztn_day_cnt"] = length
     codes = np.where(dx >= 0, vocab[np.maximum(dx, 0)], None)
     for j in range(MAX_DX[name]):
         frame[f"icd9_dgns_cd_{j + 1}"] = codes[:, j]

@@ -90,3 +90,31 @@ def _fail(df, offset, bad: np.ndarray, field: str, problem: str):
     value = f": {df[field].iloc[i]!r}" if field == "code" else ""
     raise InputError(f"source.{claim_type}_claims", f"{problem}{value} (row of the extract)",
                      row=offset + i + 1, field=field)
+
+
+CLAIMS_SCHEMA = pa.schema([("member_id", pa.string()), ("claim_id", pa.string()),
+                          ("service_date", pa.date32()), ("age_at_service", pa.int16()),
+                          ("sex", pa.string()), ("dx_code", pa.string()),
+                          ("other_dx_codes", pa.string()), ("procedure_code", pa.string()),
+                          ("length_of_stay", pa.int32()), ("birth_date", pa.date32())])
+
+
+def extract_claims_table(out: Path, scope: str = "TRUE") -> dict:
+    """One row per claim for the HHP method (sql/extract_claims_hhp.sql), by COPY."""
+    if ";" in scope:
+        raise InputError("release scope", "a scope filter must be one SQL expression (no ';')")
+    query = sql_text("extract_claims_hhp.sql").replace("{scope}", scope)
+    csv_path = out.with_suffix(".csv")
+    with connect() as conn, conn.cursor() as cur, open(csv_path, "w") as f:
+        cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", f)
+    try:
+        if csv_path.stat().st_size == 0:
+            pq.write_table(CLAIMS_SCHEMA.empty_table(), out, compression="zstd")
+            return {"claims": 0}
+        table = pacsv.read_csv(csv_path, read_options=pacsv.ReadOptions(
+            column_names=CLAIMS_SCHEMA.names), convert_options=pacsv.ConvertOptions(
+            column_types=CLAIMS_SCHEMA, strings_can_be_null=False))
+        pq.write_table(table, out, compression="zstd")
+        return {"claims": table.num_rows}
+    finally:
+        csv_path.unlink(missing_ok=True)

@@ -18,6 +18,7 @@ import pandas as pd
 from deid import extract as extract_mod
 from deid import load as load_mod
 from deid import staging, validation
+from deid import methods
 from deid.methods import METHODS
 from deid.warehouse import ensure_schemas
 
@@ -98,7 +99,7 @@ def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
     policy = run.read_json("policy.json")
     verdicts = [verify_policy(_visits(run), policy["constraints"], policy["k"],
                               policy["filter"]).as_dict(),
-                *module.verify(run, params), *_threshold_verdicts(module.metrics(run),
+                *module.verify(run, params), *_threshold_verdicts(methods.metrics(run),
                                                                   thresholds)]
     gates = []
     for table, frame, expectations in module.gates(run, params, source):
@@ -136,7 +137,7 @@ def report(run: Run, method: str, params: dict) -> dict:
     policy = run.read_json("policy.json")
     figures = [("Risk before: privacy constraints found by PPE", policy_figure(policy)),
                *module.figures(run, params)]
-    path = write_report(run.release, run.run_id, method, params, module.metrics(run),
+    path = write_report(run.release, run.run_id, method, params, methods.metrics(run),
                         run.read_json("verdicts.json"), figures)
     return {"report_path": str(path)}
 
@@ -147,14 +148,14 @@ def load(run: Run, method: str, params: dict, token_key: str, table: str,
     module = METHODS[method]
     frames = module.release_tables(run, params, token_key)
     built = load_mod.build_all(run.release, run.run_id, table, frames)
-    restricted = {**module.restricted(run, params, token_key),
+    restricted = {**methods.restricted(method, run, params, token_key),
                   "policy": run.read_json("policy.json")}
     rows = sum(len(f) for f in frames.values())
     verdicts = run.read_json("verdicts.json")
     load_mod.swap(run.release, run.run_id, built, restricted,
                   {**audit, "output_rows": rows, "metrics": {**audit.get("metrics", {}),
-                                                             method: module.metrics(run)},
-                   "verdicts": verdicts, "risk_after": risk_after(verdicts, module.metrics(run))})
+                                                             method: methods.metrics(run)},
+                   "verdicts": verdicts, "risk_after": risk_after(verdicts, methods.metrics(run))})
     return {"tables": sorted(built.values()), "rows": rows}
 
 

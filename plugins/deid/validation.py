@@ -16,7 +16,7 @@ import pandas as pd
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
-DATE_LIKE = r"(19|20)\d{2}-?\d{2}-?\d{2}"
+DATE_LIKE = r"(?:19|20)\d{2}-?\d{2}-?\d{2}"
 
 
 @dataclass(frozen=True)

@@ -54,3 +54,14 @@ def check_params(method: str, params: dict) -> None:
             raise ValueError(f"{name}: {exc.message}") from None
     if hasattr(METHODS[method], "check"):
         METHODS[method].check({**{n: s["default"] for n, s in schemas.items()}, **params})
+
+
+def restricted(method: str, run, params: dict, token_key: str) -> dict:
+    """What the method keeps in the restricted schema (nothing by default)."""
+    module = METHODS[method]
+    return module.restricted(run, params, token_key) if hasattr(module, "restricted") else {}
+
+
+def metrics(run) -> dict:
+    """The chosen method's figures, as its steps wrote them to staging."""
+    return run.read_json("method_metrics.json")

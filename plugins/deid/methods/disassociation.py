@@ -114,14 +114,6 @@ def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
     return {f"dis_{b}": pd.read_parquet(run.path(f"dis_{b}.parquet")) for b in BLOCKS}
 
 
-def restricted(run, params, token_key: str) -> dict:
-    return {}
-
-
-def metrics(run) -> dict:
-    return run.read_json("method_metrics.json")
-
-
 def figures(run, params) -> list:
     import matplotlib.pyplot as plt
 

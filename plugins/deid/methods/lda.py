@@ -82,14 +82,6 @@ def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
     return {"lda_trajectories": released.rename(columns={"patient_id": "patient_pseudonym"})}
 
 
-def restricted(run, params, token_key: str) -> dict:
-    return {}
-
-
-def metrics(run) -> dict:
-    return run.read_json("method_metrics.json")
-
-
 def figures(run, params) -> list:
     import matplotlib.pyplot as plt
 

@@ -82,10 +82,6 @@ def restricted(run, params, token_key: str) -> dict:
             "token_key": token_key}
 
 
-def metrics(run) -> dict:
-    return run.read_json("method_metrics.json")
-
-
 def figures(run, params) -> list:
     """Code frequencies before and after dummies, sorted, as the MedCo report draws them."""
     import matplotlib.pyplot as plt

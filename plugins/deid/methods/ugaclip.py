@@ -107,14 +107,6 @@ def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
     return _tables(run)
 
 
-def restricted(run, params, token_key: str) -> dict:
-    return {}
-
-
-def metrics(run) -> dict:
-    return run.read_json("method_metrics.json")
-
-
 def figures(run, params) -> list:
     import matplotlib.pyplot as plt
 
