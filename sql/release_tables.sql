@@ -87,3 +87,23 @@ CREATE TABLE {table} (
     code              text NOT NULL,
     age               text NOT NULL
 );
+
+-- Heritage Health Prize release (seed 004).  The quasi-identifiers used
+-- depend on the data (DE-SynPUF has no place of service or specialty) and
+-- their level on the chosen lattice node, so both tables are long:
+-- (pseudonym, attribute, value), every value a label of the chosen level.
+-- name: hhp_members
+CREATE TABLE {table} (
+    member_pseudonym text NOT NULL,
+    attribute        text NOT NULL,
+    value            text
+);
+
+-- name: hhp_claims
+-- claim_number orders a member's released claims (dsfc replaces dates).
+CREATE TABLE {table} (
+    member_pseudonym text NOT NULL,
+    claim_number     integer NOT NULL,
+    attribute        text NOT NULL,
+    value            text
+);

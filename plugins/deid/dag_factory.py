@@ -75,6 +75,12 @@ def build_dag(release: Release):
             return steps.privacy_policy(current_run(release.name), params["k"],
                                         params["ppe_filter"])
 
+        @task(multiple_outputs=False)
+        @no_retry_on_bad_data
+        def screen(params=None) -> dict:
+            return steps.screen(current_run(release.name), release.screening_policy,
+                                params["scope"])
+
         @task.branch(retries=0)
         @no_retry_on_bad_data
         def choose_method(params=None) -> str:
@@ -101,9 +107,11 @@ def build_dag(release: Release):
             chosen = method_params(params)
             audit = {**audit_base(release.name, params["method"], chosen, started["started_at"]),
                      "run_id": run.run_id, "input_rows": extracted["rows"],
-                     "policy_versions": {"release_file": release.version},
+                     "policy_versions": {"release_file": release.version,
+                                         "screening": release.screening_policy},
                      "risk_before": {"privacy_constraints": policy["constraints"]},
-                     "metrics": {"extract": extracted, "ppe": policy},
+                     "metrics": {"extract": extracted, "ppe": policy,
+                                 "screen": _screened(release)},
                      "report_path": written["report_path"]}
             return steps.load(run, params["method"], chosen, Variable.get("deid_token_key"),
                               release.destination, audit)
@@ -114,7 +122,12 @@ def build_dag(release: Release):
 
         started, extracted, policy = prepare(), extract(), privacy_policy()
         chooser, checked = choose_method(), validate()
-        started >> extracted >> policy >> chooser
+        if release.screening_policy:
+            extracted >> screen() >> policy
+        else:
+            extracted >> policy
+        started >> extracted
+        policy >> chooser
         for method, module in METHODS.items():
             chain = [_method_task(release.name, method, step) for step in module.STEPS]
             chooser >> chain[0]
@@ -125,6 +138,15 @@ def build_dag(release: Release):
         loaded = load(started, extracted, policy, written)
         checked >> written >> loaded >> cleanup().as_teardown(setups=started)
     return dag
+
+
+def _screened(release: Release) -> dict | None:
+    """The screen task's figures, when the release screens."""
+    if not release.screening_policy:
+        return None
+    from airflow.sdk import get_current_context
+
+    return get_current_context()["ti"].xcom_pull(task_ids="screen")
 
 
 def _method_task(release_name: str, method: str, step: str):

@@ -21,6 +21,7 @@ from deid.paths import ROOT
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", None}
+SCREENING_POLICIES = [None, "none", "hhp-2012-v1"]  # anonymizers/data/hhp/screening_policy_v1.yaml
 FIELDS = {"name", "version", "description", "schedule", "scope", "screening_policy",
           "method", "params", "thresholds", "destination"}
 
@@ -71,7 +72,8 @@ def load_release(path: Path) -> Release:
     return Release(name=raw["name"], version=int(raw.get("version", 1)),
                    description=str(raw.get("description", "")).strip(),
                    schedule=raw.get("schedule"), scope=str(raw.get("scope", "TRUE")),
-                   screening_policy=raw.get("screening_policy"), method=method, params=params,
+                   screening_policy=raw.get("screening_policy") if raw.get("screening_policy")
+                   != "none" else None, method=method, params=params,
                    thresholds=dict(raw.get("thresholds") or {}), destination=dest, path=path)
 
 
@@ -90,9 +92,9 @@ def _check_fields(path: Path, raw: dict) -> None:
     _check_schedule(path, raw.get("schedule"))
     if ";" in str(raw.get("scope", "")):
         raise ReleaseConfigError(path, "scope", "must be one SQL expression (no ';')")
-    if raw.get("screening_policy") not in (None, "none"):
-        raise ReleaseConfigError(path, "screening_policy",
-                                 "HHP screening is not implemented yet (issue 5); use none")
+    if raw.get("screening_policy") not in SCREENING_POLICIES:
+        raise ReleaseConfigError(path, "screening_policy", f"unknown policy "
+                                 f"{raw.get('screening_policy')!r}; known: {SCREENING_POLICIES}")
 
 
 def _check_schedule(path: Path, schedule) -> None:

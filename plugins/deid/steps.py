@@ -66,6 +66,29 @@ def extract(run: Run, scope: str = "TRUE") -> dict:
     return stats
 
 
+def screen(run: Run, policy_version: str, scope: str = "TRUE") -> dict:
+    """HHP screening (seed 004 section 2) before any method: members with a
+    listed diagnosis or procedure leave the extract, all their rows with them."""
+    from anonymizers.claims import load_policy, screen as run_screen
+
+    policy = load_policy()
+    if policy.version != policy_version:
+        raise ValidationFailed(f"screening policy {policy_version!r} requested, the "
+                               f"repository has {policy.version!r}")
+    extract_mod.extract_claims_table(run.path("screen_claims.parquet"), scope)
+    per_claim = pd.read_parquet(run.path("screen_claims.parquet"))
+    result = run_screen(per_claim, policy, compare=False)
+    removed = set(result.removed_members["member_id"])
+    rows = claims(run)
+    kept = rows[~rows["patient_id"].isin(removed)]
+    kept.to_parquet(run.path("claims.parquet"), index=False)
+    run.path("screen_claims.parquet").unlink()
+    if kept.empty:
+        raise ValidationFailed("screening removed every member: nothing to release")
+    return {"policy_version": policy.version, "members_removed": len(removed),
+            "rows_removed": int(len(rows) - len(kept)), "rows_kept": int(len(kept))}
+
+
 def claims(run: Run, columns=None) -> pd.DataFrame:
     return pd.read_parquet(run.path("claims.parquet"), columns=columns)
 

@@ -33,7 +33,8 @@ def test_every_dag_has_tags_owner_retries_doc(dagbag):
 
 def test_release_dag_order_and_params(dagbag):
     dag = dagbag.get_dag("deid_medco_codes")
-    order = ["prepare", "extract", "privacy_policy", "choose_method", "medco_cluster_codes",
+    order = ["prepare", "extract", "screen", "privacy_policy", "choose_method",
+             "medco_cluster_codes",
              "medco_dummies", "validate", "report", "load"]
     for up, down in zip(order, order[1:]):
         assert down in dag.get_task(up).downstream_task_ids, f"{up} -> {down}"

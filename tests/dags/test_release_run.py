@@ -165,3 +165,28 @@ def test_lda_release_is_k_anonymous(source_ids, warehouse):
         counts[tuple(t)] = counts.get(tuple(t), 0) + 1
     assert rows and min(counts.values()) >= 3
     assert not set(trajectories) & source_ids
+
+
+def test_hhp_release_meets_max_sup(source_ids, warehouse):
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag("deid_hhp_claims")
+    run = dag.test(run_conf={"hhp_iterations": 50})
+    assert str(run.state).endswith("success"), run.state
+    members = _query(warehouse, "SELECT DISTINCT member_pseudonym FROM release.hhp_claims_members")
+    attrs = {a for (a,) in _query(warehouse, "SELECT DISTINCT attribute FROM "
+                                             "release.hhp_claims_claims")}
+    assert members and "dsfc" in attrs and not {"service_date", "claim_id"} & attrs
+    assert not {m for (m,) in members} & source_ids
+    (metrics, policies), = _query(warehouse, "SELECT metrics, policy_versions FROM "
+                                  "audit.release_runs WHERE run_id = %s AND release_name = "
+                                  "'hhp_claims'", run.run_id)
+    assert metrics["hhp"]["risk"] <= 0.05 and metrics["hhp"]["policy_version"] == "hhp-2012-v1"
+
+
+def test_screening_runs_before_a_code_release(medco_run, warehouse):
+    (metrics, policies), = _query(warehouse, "SELECT metrics, policy_versions FROM "
+                                  "audit.release_runs WHERE run_id = %s AND release_name = "
+                                  "'medco_codes'", medco_run.run_id)
+    assert policies["screening"] == "hhp-2012-v1"
+    assert metrics["screen"]["members_removed"] > 0

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import jsonschema
 
-from deid.methods import disassociation, gccens, lda, medco, ugaclip
+from deid.methods import disassociation, gccens, hhp, lda, medco, ugaclip
 
 METHODS = {"medco": medco, "ugaclip": ugaclip, "disassociation": disassociation,
-           "gccens": gccens, "lda": lda}
+           "gccens": gccens, "lda": lda, "hhp": hhp}
 
 COMMON_PARAMS = {
     "k": {"type": "integer", "minimum": 2, "maximum": 1000, "default": 5,

@@ -1,0 +1,130 @@
+"""The Heritage Health Prize method (seed 004): screening, truncation, global
+recoding to the least-loss lattice node whose measured risk meets MaxSup.
+
+It works on whole claims (one row per claim, sql/extract_claims_hhp.sql),
+extracted by its own step; the diagnosis-per-patient extract still feeds
+PPE, whose policy is the release's "risk before" like every method's.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+TITLE = "Heritage Health Prize claims release"
+PARAMS = {
+    "max_sup": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.05,
+                "title": "MaxSup", "description": "Highest proportion of high-risk members a "
+                                                  "released generalization may have (section 5)."},
+    "p_max": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5,
+              "title": "p_m (adversary power)", "description": "Most values per quasi-identifier "
+                                                               "the adversary knows (eq. 1)."},
+    "hhp_iterations": {"type": "integer", "minimum": 2, "maximum": 1000, "default": 1000,
+                       "title": "Risk iterations per node",
+                       "description": "Most sampling iterations per lattice node; stops early "
+                                      "once the 95% CI is within +-0.005."},
+    "hhp_screen_all_diagnoses": {"type": "boolean", "default": False,
+                                 "title": "Screen on every diagnosis",
+                                 "description": "Screen members on all diagnoses of a claim, "
+                                                "not only the primary one (as the prize did)."},
+}
+STEPS = ("release",)
+
+
+def _claims(run, params) -> pd.DataFrame:
+    claims = pd.read_parquet(run.path("hhp_claims.parquet"))
+    if not params["hhp_screen_all_diagnoses"]:
+        claims = claims.drop(columns=["other_dx_codes"])
+    return claims
+
+
+def release(run, params) -> dict:
+    from anonymizers.claims import HHPConfig, hhp_release
+    from deid.extract import extract_claims_table
+
+    extract_claims_table(run.path("hhp_claims.parquet"), params["scope"])
+    result = hhp_release(_claims(run, params), HHPConfig(
+        seed=params["seed"], max_sup=params["max_sup"], p_max=params["p_max"],
+        max_iterations=params["hhp_iterations"]))
+    result.members.to_parquet(run.path("hhp_members.parquet"), index=False)
+    result.claims.to_parquet(run.path("hhp_release_claims.parquet"), index=False)
+    result.key.to_parquet(run.path("key.parquet"), index=False)
+    run.write_json("hhp_metrics.json", result.metrics)
+    run.write_json("lattice.json", [{"node": str(n.levels), "risk": n.risk,
+                                     "information_loss": n.information_loss,
+                                     "candidate": n.candidate} for n in result.lattice])
+    metrics = run.small(result.metrics)
+    metrics["chosen_node"] = json.dumps(result.metrics.get("chosen_node"))
+    run.write_json("method_metrics.json", metrics)
+    return metrics
+
+
+def verify(run, params) -> list[dict]:
+    from anonymizers.verify.claims import verify_release
+
+    return [verify_release(pd.read_parquet(run.path("hhp_members.parquet")),
+                           pd.read_parquet(run.path("hhp_release_claims.parquet")),
+                           run.read_json("hhp_metrics.json"),
+                           pd.read_parquet(run.path("key.parquet")),
+                           _claims(run, params)).as_dict()]
+
+
+def gates(run, params, claims: pd.DataFrame) -> list:
+    import great_expectations as gx
+
+    from deid.validation import DATE_LIKE
+
+    E = gx.expectations
+    members = pd.read_parquet(run.path("hhp_members.parquet"))
+    released = pd.read_parquet(run.path("hhp_release_claims.parquet"))
+    ids = sorted(pd.read_parquet(run.path("hhp_claims.parquet"), columns=["member_id"])
+                 ["member_id"].unique())
+    return [("members", members, [
+        E.ExpectColumnValuesToBeUnique(column="member_id"),
+        E.ExpectColumnValuesToNotBeInSet(column="member_id", value_set=ids),
+        E.ExpectColumnValuesToNotMatchRegex(column="member_id", regex=DATE_LIKE)]),
+        ("claims", released, [
+            E.ExpectColumnValuesToBeInSet(column="member_id",
+                                          value_set=sorted(members["member_id"])),
+            *[E.ExpectColumnValuesToNotMatchRegex(column=c, regex=DATE_LIKE)
+              for c in released.columns if c != "member_id"]])]
+
+
+def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
+    members = pd.read_parquet(run.path("hhp_members.parquet")).astype(str)
+    claims = pd.read_parquet(run.path("hhp_release_claims.parquet")).astype(str)
+    return {"hhp_members": _long(members, "member_id"), "hhp_claims": _claims_long(claims)}
+
+
+def _long(frame: pd.DataFrame, id_col: str) -> pd.DataFrame:
+    """(member pseudonym, quasi-identifier, value): the QIs used vary per run."""
+    out = frame.melt(id_vars=[id_col], var_name="attribute", value_name="value")
+    return out.rename(columns={id_col: "member_pseudonym"})
+
+
+def _claims_long(claims: pd.DataFrame) -> pd.DataFrame:
+    claims = claims.reset_index(drop=True)
+    claims.insert(1, "claim_number", claims.groupby("member_id").cumcount())
+    out = claims.melt(id_vars=["member_id", "claim_number"], var_name="attribute",
+                      value_name="value")
+    return out.rename(columns={"member_id": "member_pseudonym"})
+
+
+def figures(run, params) -> list:
+    import matplotlib.pyplot as plt
+
+    nodes = run.read_json("lattice.json")
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ok = [n for n in nodes if n["candidate"]]
+    bad = [n for n in nodes if not n["candidate"]]
+    ax.scatter([n["information_loss"] for n in bad], [n["risk"] for n in bad], c="#b00020",
+               s=12, label="risk above MaxSup")
+    ax.scatter([n["information_loss"] for n in ok], [n["risk"] for n in ok], c="#17692b",
+               s=12, label="candidate")
+    ax.axhline(params["max_sup"], color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("information loss")
+    ax.set_ylabel("proportion of high-risk members")
+    ax.legend()
+    ax.set_title(f"{len(nodes)} lattice nodes evaluated")
+    return [("Risk of each evaluated lattice node (section 5)", fig)]
