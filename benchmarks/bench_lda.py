@@ -1,11 +1,19 @@
 """Benchmark of LDA (Tamersoy 2011, Chapter IV): A-GS against Baseline.
 
-1. A D_50^Pop-like cohort (Table 3): 5,000 trajectories, about 9.3 (ICD, Age)
-   pairs each, 50 distinct ICD-9 codes, about 5.9 distinct codes and 3.1
-   distinct ages per trajectory.  The thesis' data (Vanderbilt's Synthetic
-   Derivative) is not public, so ``d50_like`` builds it with a small seeded
-   generator following Table 3; swap in ``anonymizers.synthetic`` when it
-   exists.
+1. "d50_synthetic", a D_50^Pop-like cohort (Table 3: 9.32 (ICD, Age) pairs,
+   5.88 distinct codes and 3.10 distinct ages per trajectory, 50 codes) from
+   the project's claims generator: ``SyntheticConfig(n_members=6,000,
+   seed=2011, claims_per_member=12)`` (other parameters at their defaults,
+   2,000 codes), turned into trajectories by
+   ``anonymizers.synthetic_views.trajectories``: distinct (code, age) pairs
+   of every member's claims, age at ``clm_from_dt`` from ``bene_birth_dt``,
+   restricted to the 50 codes held by the most members, the first 5,000
+   members with a pair, each keeping a seeded random subset of its codes so
+   that the mean is about 9.32 pairs.  claims_per_member was chosen (grid
+   3-23.6 on this seed) to bring codes and ages per trajectory near Table 3;
+   the generator's service dates span three years, so a trajectory has at
+   most four distinct ages.  The realised figures are reported under "data".
+   The thesis' data (Vanderbilt's Synthetic Derivative) is not public.
 2. The DE-SynPUF TestB subset: the 485 beneficiaries of the 2010 summary
    file, one (code, age) pair per distinct diagnosis code of each inpatient,
    outpatient and carrier claim (ICD9_DGNS_CD_*), age at CLM_FROM_DT from
@@ -19,42 +27,28 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import pandas as pd
 
 from anonymizers.longitudinal import LDAConfig, lda
+from anonymizers.synthetic import SyntheticConfig
+from anonymizers.synthetic_views import trajectories
 from anonymizers.verify.longitudinal import verify_lda
 from benchmarks.harness import DATASETS, RESULTS, run_benchmark  # noqa: F401 (RESULTS for tests)
 
 K = 5
 SEED = 2011
-D50_CODES = ("401.9 272.4 250.00 724.2 530.81 786.50 427.31 780.79 414.01 244.9 311 272.0 "
-             "786.05 719.46 729.5 278.00 477.9 401.1 496 493.90 585.9 428.0 786.2 789.00 "
-             "780.4 724.5 473.9 466.0 465.9 599.0 300.00 327.23 715.90 733.00 346.90 625.9 "
-             "611.72 788.1 782.1 786.09 729.1 285.9 280.9 719.41 462 461.9 564.00 787.91 "
-             "V70.0 V76.12").split()
+D50 = {"n_codes": 50, "pairs_per_member": 9.32}
+GENERATOR = {"claims_per_member": 12.0}
+SIZES = {False: (5_000, 6_000), True: (300, 400)}  # small -> (trajectories, members)
 SYNPUF = DATASETS / "synpuf" / "cms_bfd_sample_testB"
 CLAIMS = (("Inpatient_Claims_Sample_TestB", 10), ("Outpatient_Claims_Sample_TestB", 10),
           ("Carrier_Claims_Sample_TestBA", 8))
 
 
-def d50_like(n: int, seed: int = SEED) -> pd.DataFrame:
-    """Seeded D_50^Pop-like pairs: Zipf-popular codes, each seen at a random
-    non-empty subset of the patient's 1 + Poisson(2.1) consecutive-ish ages."""
-    rng = np.random.default_rng(seed)
-    pop = 1.0 / np.arange(1, len(D50_CODES) + 1)
-    pop /= pop.sum()
-    rows = []
-    for p in range(n):
-        first = int(np.clip(rng.normal(52, 17), 1, 100))
-        steps = 1 + rng.geometric(0.6, size=rng.poisson(2.1))
-        ages = np.minimum(first + np.concatenate([[0], np.cumsum(steps)]), 128)
-        ages = np.unique(ages)
-        n_codes = min(len(D50_CODES), 1 + rng.poisson(4.9))
-        for code in rng.choice(len(D50_CODES), n_codes, replace=False, p=pop):
-            at = rng.choice(ages, 1 + rng.binomial(len(ages) - 1, 0.28), replace=False)
-            rows += [(f"p{p}", D50_CODES[code], int(a)) for a in at]
-    return pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+def d50_synthetic(n_patients: int, n_members: int, seed: int = SEED) -> pd.DataFrame:
+    """D_50^Pop-like pairs from the claims generator (module doc, item 1)."""
+    config = SyntheticConfig(n_members=n_members, seed=seed, **GENERATOR)
+    return trajectories(config, n_patients=n_patients, seed=seed, **D50)
 
 
 def synpuf_pairs(limit: int | None = None) -> pd.DataFrame:
@@ -84,8 +78,8 @@ def synpuf_pairs(limit: int | None = None) -> pd.DataFrame:
 
 def describe(pairs: pd.DataFrame) -> dict:
     per = pairs.groupby("patient_id")
-    return {"patients": int(pairs["patient_id"].nunique()), "pairs": int(len(pairs)),
-            "distinct_pairs": int(len(pairs[["code", "age"]].drop_duplicates())),
+    return {"patients": int(pairs["patient_id"].nunique()), "pairs": len(pairs),
+            "distinct_pairs": len(pairs[["code", "age"]].drop_duplicates()),
             "distinct_codes": int(pairs["code"].nunique()),
             "distinct_ages": int(pairs["age"].nunique()),
             "avg_pairs_per_t": round(float(per.size().mean()), 2),
@@ -114,9 +108,12 @@ def anonymize(pairs: pd.DataFrame, alignment: str, k: int = K) -> dict:
 
 def figures(small: bool = False) -> dict:
     out = {}
-    d50 = d50_like(300 if small else 5000)
-    out["d50_like"] = {"data": describe(d50), "a-gs": anonymize(d50, "a-gs"),
-                       "baseline": anonymize(d50, "baseline")}
+    t0 = time.perf_counter()
+    d50 = d50_synthetic(*SIZES[small])
+    data_seconds = round(time.perf_counter() - t0, 2)
+    out["d50_synthetic"] = {"data": {**describe(d50), "data_seconds": data_seconds},
+                            "a-gs": anonymize(d50, "a-gs"),
+                            "baseline": anonymize(d50, "baseline")}
     if SYNPUF.is_dir():
         syn = synpuf_pairs(limit=40 if small else None)
         out["synpuf_testB"] = {"data": describe(syn), "a-gs": anonymize(syn, "a-gs"),
@@ -127,9 +124,13 @@ def figures(small: bool = False) -> dict:
 
 
 def main(small: bool = False) -> dict:
+    n_patients, n_members = SIZES[small]
     return run_benchmark("lda_small" if small else "lda", lambda: figures(small),
                          k=K, w_icd=0.5, w_age=0.5, seed=SEED,
-                         note="D50-like data from the seeded generator d50_like (Table 3)")
+                         note="d50_synthetic: anonymizers.synthetic SyntheticConfig(n_members="
+                              f"{n_members}, seed={SEED}, {GENERATOR}) -> "
+                              f"synthetic_views.trajectories({D50}, n_patients="
+                              f"{n_patients})")
 
 
 if __name__ == "__main__":

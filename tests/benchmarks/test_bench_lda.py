@@ -1,12 +1,20 @@
-"""The LDA benchmark still runs (small input); figures are checked for sense."""
+"""The LDA benchmark still runs (small input); figures are checked for sense.
+``synthetic_views.trajectories`` is checked against a plain re-derivation."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from anonymizers.errors import ParameterError
+from anonymizers.synthetic import SyntheticConfig, generate
+from anonymizers.synthetic_views import _age, top_codes, trajectories
 from benchmarks import bench_lda
+
+SMALL = SyntheticConfig(n_members=150, seed=11, claims_per_member=12, chunk_members=60)
 
 
 @pytest.fixture(scope="module")
@@ -18,8 +26,9 @@ def record():
 
 
 def test_small_benchmark_runs_and_verifies(record):
-    d50 = record["figures"]["d50_like"]
-    assert d50["data"]["patients"] == 300
+    d50 = record["figures"]["d50_synthetic"]
+    assert d50["data"]["patients"] == 300 and d50["data"]["distinct_codes"] <= 50
+    assert 7 < d50["data"]["avg_pairs_per_t"] < 12
     for alignment in ("a-gs", "baseline"):
         run = d50[alignment]
         assert run["verifier_ok"] and run["min_cluster_size"] >= bench_lda.K
@@ -32,3 +41,86 @@ def test_small_benchmark_on_synpuf(record, datasets_dir):
     syn = record["figures"]["synpuf_testB"]
     assert syn["data"]["patients"] > 10
     assert syn["a-gs"]["verifier_ok"] and syn["baseline"]["verifier_ok"]
+
+
+def _expected_pairs(config: SyntheticConfig) -> pd.DataFrame:
+    """Distinct (member, code, age) with the first date, re-derived with pandas."""
+    rows = []
+    for chunk in generate(config):
+        bene = chunk["beneficiary_summary"].drop_duplicates("desynpuf_id")
+        born = bene.set_index("desynpuf_id")["bene_birth_dt"]
+        for kind in ("inpatient", "outpatient", "carrier"):
+            c = chunk[f"{kind}_claims"]
+            dx = [x for x in c.columns if x.startswith("icd9_dgns_cd_")]
+            long = c.melt(id_vars=["desynpuf_id", "clm_from_dt"], value_vars=dx,
+                          value_name="code").dropna(subset=["code"])
+            b = pd.to_datetime(long["desynpuf_id"].map(born))
+            s = pd.to_datetime(long["clm_from_dt"])
+            had_birthday = (s.dt.month > b.dt.month) | ((s.dt.month == b.dt.month)
+                                                         & (s.dt.day >= b.dt.day))
+            long["age"] = s.dt.year - b.dt.year - (~had_birthday).astype(int)
+            rows.append(long[["desynpuf_id", "code", "age", "clm_from_dt"]])
+    out = pd.concat(rows).sort_values("clm_from_dt").drop_duplicates(
+        ["desynpuf_id", "code", "age"])
+    return out.rename(columns={"desynpuf_id": "patient_id", "clm_from_dt": "service_date"})
+
+
+def _sorted(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.astype({"patient_id": str, "code": str, "age": np.int64, "service_date": str})
+    return df.sort_values(["patient_id", "code", "age"]).reset_index(drop=True)
+
+
+def test_trajectories_are_the_distinct_code_age_pairs():
+    got = trajectories(SMALL, n_codes=SMALL.n_codes)  # no restriction, no subsampling
+    assert list(got.columns) == ["patient_id", "code", "age", "service_date"]
+    pd.testing.assert_frame_equal(_sorted(got), _sorted(_expected_pairs(SMALL)))
+
+
+def test_restriction_keeps_the_codes_held_by_most_members():
+    full = _expected_pairs(SMALL)
+    held = full.drop_duplicates(["patient_id", "code"])["code"].value_counts()
+    top = top_codes(SMALL, 8)
+    assert len(top) == 8
+    assert held[top].min() >= held.drop(top).max()
+    got = trajectories(SMALL, n_codes=8)
+    assert set(got["code"]) <= set(top)
+    want = full[full["code"].isin(top)]
+    pd.testing.assert_frame_equal(_sorted(got), _sorted(want))
+
+
+def test_subsampling_drops_whole_codes_towards_the_target():
+    full = trajectories(SMALL, n_codes=SMALL.n_codes)
+    got = trajectories(SMALL, n_codes=SMALL.n_codes, pairs_per_member=4.0, seed=3)
+    assert got.merge(full, how="left", indicator=True)["_merge"].eq("both").all()
+    assert set(got["patient_id"]) == set(full["patient_id"])  # everyone keeps a code
+    kept = got[["patient_id", "code"]].drop_duplicates()
+    whole = full.merge(kept)  # every pair of a kept code is kept
+    assert len(whole) == len(got)
+    assert abs(got.groupby("patient_id").size().mean() - 4.0) < 1.0
+    assert full.groupby("patient_id").size().mean() > 6
+    again = trajectories(SMALL, n_codes=SMALL.n_codes, pairs_per_member=4.0, seed=3)
+    pd.testing.assert_frame_equal(got, again)
+
+
+def test_n_patients_keeps_the_first_members_in_generation_order():
+    full = trajectories(SMALL, n_codes=SMALL.n_codes)
+    got = trajectories(SMALL, n_codes=SMALL.n_codes, n_patients=20)
+    first = pd.unique(full["patient_id"])[:20]
+    assert list(pd.unique(got["patient_id"])) == list(first)
+    pd.testing.assert_frame_equal(got, full[full["patient_id"].isin(first)]
+                                  .reset_index(drop=True))
+
+
+def test_age_counts_a_birthday_on_its_day():
+    born = np.array(["1950-03-15", "1950-03-15", "1952-02-29", "1952-02-29", "2008-12-31"],
+                    dtype="datetime64[D]")
+    seen = np.array(["2008-03-14", "2008-03-15", "2009-02-28", "2009-03-01", "2009-01-01"],
+                    dtype="datetime64[D]")
+    assert _age(born, seen).tolist() == [57, 58, 56, 57, 0]
+
+
+@pytest.mark.parametrize("kwargs", [{"n_codes": 0}, {"pairs_per_member": 0},
+                                    {"n_patients": 0}])
+def test_trajectories_reject_bad_parameters(kwargs):
+    with pytest.raises(ParameterError):
+        trajectories(SMALL, **kwargs)
