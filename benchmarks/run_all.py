@@ -40,6 +40,18 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def flatten(figures: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """Nested figures as (dotted.key, value) rows, so that every number is a row."""
+    rows = []
+    for key, value in figures.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            rows += flatten(value, name)
+        else:
+            rows.append((name, value))
+    return rows
+
+
 def collect() -> Path:
     records = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))
                if not p.stem.endswith("_small")]  # the test suite's smoke runs
@@ -59,7 +71,7 @@ def collect() -> Path:
                                     "peak_memory_mb", "figures"}):
             lines.append(f"- {key}: {_fmt(r[key])}")
         lines += ["", "| figure | value |", "|---|---|"]
-        lines += [f"| {k} | {_fmt(v)} |" for k, v in (r.get("figures") or {}).items()]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in flatten(r.get("figures") or {})]
         lines.append("")
     out = HERE / "RESULTS.md"
     out.write_text("\n".join(lines) + "\n")
