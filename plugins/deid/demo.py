@@ -61,7 +61,8 @@ def summary(release: str = "medco_codes") -> dict:
     return {"release_table": f"release.{release}", "rows": rows,
             "released_patients": patients, "distinct_code_tokens": tokens,
             "last_run": run_id, "outcome": outcome, "seed": seed,
-            "extracted_claim_code_rows": n_in, "privacy_constraints_before":
+            "extracted_claim_code_rows": n_in,
+            "screening": metrics.get("screen"), "privacy_constraints_before":
                 metrics.get("ppe", {}).get("constraints"),
             **{k: v for k, v in medco.items() if "ratio" in k or "dumm" in k},
             "verdicts": {v["property"]: v["ok"] for v in verdicts["verdicts"]},
