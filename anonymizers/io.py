@@ -35,6 +35,16 @@ def read_table(path: str | Path, required: list[str],
     return df
 
 
+def require_columns(df, source: str, columns) -> None:
+    """InputError unless ``df`` is a DataFrame holding every one of ``columns``."""
+    if not isinstance(df, pd.DataFrame):
+        raise InputError(source, f"expected a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError(source, f"missing column(s) {missing}; found {list(df.columns)}",
+                         field=missing[0])
+
+
 def check_no_nulls(df: pd.DataFrame, source: str, columns: list[str]) -> None:
     """Raise InputError at the first empty value of ``columns``."""
     for col in columns:

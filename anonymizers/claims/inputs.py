@@ -8,6 +8,7 @@ import pandas as pd
 
 from anonymizers.claims.codes import place_of_service, undotted
 from anonymizers.errors import InputError
+from anonymizers.io import require_columns
 
 REQUIRED = ("member_id", "claim_id", "service_date", "age_at_service", "sex", "dx_code")
 OPTIONAL = ("other_dx_codes", "procedure_code", "place_of_service", "specialty",
@@ -29,12 +30,7 @@ def normalize(df: pd.DataFrame, source: str = "claims") -> tuple[pd.DataFrame, s
     ``procedure``, ``place_of_service``, ``specialty`` (undotted upper-case
     str, '' when empty) and ``other_dx`` (list-like str, '' when empty).
     """
-    if not isinstance(df, pd.DataFrame):
-        raise InputError(source, f"expected a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise InputError(source, f"missing column(s) {missing}; found {list(df.columns)}",
-                         field=missing[0])
+    require_columns(df, source, REQUIRED)
     for col in NOT_EMPTY:
         _no_empty(df[col], source, col)
     n = len(df)

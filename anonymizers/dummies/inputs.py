@@ -7,7 +7,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from anonymizers.errors import InputError
-from anonymizers.io import check_no_nulls
+from anonymizers.io import check_no_nulls, require_columns
 from anonymizers.records import Records, encode
 
 COLUMNS = ["patient_id", "code"]
@@ -19,12 +19,7 @@ def encode_input(df: pd.DataFrame, source: str = "input") -> Records:
     Empty input is an error: there is no frequency to hide and no patient to
     copy, and an empty release would only hide a broken upstream step.
     """
-    if not isinstance(df, pd.DataFrame):
-        raise InputError(source, f"expected a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in COLUMNS if c not in df.columns]
-    if missing:
-        raise InputError(source, f"missing column(s) {missing}; found {list(df.columns)}",
-                         field=missing[0])
+    require_columns(df, source, COLUMNS)
     if len(df) == 0:
         raise InputError(source, "no rows: MedCo needs at least one patient with one code")
     check_no_nulls(df, source, COLUMNS)
