@@ -175,10 +175,14 @@ def load(run: Run, method: str, params: dict, token_key: str, table: str,
                   "policy": run.read_json("policy.json")}
     rows = sum(len(f) for f in frames.values())
     verdicts = run.read_json("verdicts.json")
+    figures = methods.metrics(run)
+    versions = {**audit.get("policy_versions", {}),
+                **({f"{method}_policy": figures["policy_version"]}
+                   if "policy_version" in figures else {})}
     load_mod.swap(run.release, run.run_id, built, restricted,
-                  {**audit, "output_rows": rows, "metrics": {**audit.get("metrics", {}),
-                                                             method: methods.metrics(run)},
-                   "verdicts": verdicts, "risk_after": risk_after(verdicts, methods.metrics(run))})
+                  {**audit, "output_rows": rows, "policy_versions": versions,
+                   "metrics": {**audit.get("metrics", {}), method: figures},
+                   "verdicts": verdicts, "risk_after": risk_after(verdicts, figures)})
     return {"tables": sorted(built.values()), "rows": rows}
 
 

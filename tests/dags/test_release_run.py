@@ -181,7 +181,7 @@ def test_hhp_release_meets_max_sup(source_ids, warehouse):
     (metrics, policies), = _query(warehouse, "SELECT metrics, policy_versions FROM "
                                   "audit.release_runs WHERE run_id = %s AND release_name = "
                                   "'hhp_claims'", run.run_id)
-    assert metrics["hhp"]["risk"] <= 0.05 and metrics["hhp"]["policy_version"] == "hhp-2012-v1"
+    assert metrics["hhp"]["risk"] <= 0.05 and policies["hhp_policy"] == "hhp-2012-v1"
 
 
 def test_screening_runs_before_a_code_release(medco_run, warehouse):
