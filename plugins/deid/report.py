@@ -20,11 +20,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from deid.paths import reports_root  # noqa: E402
-from deid.staging import _safe  # noqa: E402
+from deid.staging import safe_name  # noqa: E402
 
 
 def report_path(release: str, run_id: str) -> Path:
-    return reports_root() / release / f"{_safe(run_id)}.html"
+    return reports_root() / release / f"{safe_name(run_id)}.html"
 
 
 def png(fig) -> str:

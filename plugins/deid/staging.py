@@ -12,7 +12,7 @@ from pathlib import Path
 from deid.paths import staging_root
 
 
-def _safe(run_id: str) -> str:
+def safe_name(run_id: str) -> str:
     """A folder name for a run id: readable prefix plus a hash (run ids hold ':' and '+')."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id)[:60]
     return f"{slug}-{hashlib.sha256(run_id.encode()).hexdigest()[:10]}"
@@ -20,14 +20,14 @@ def _safe(run_id: str) -> str:
 
 def run_dir(release: str, run_id: str, create: bool = True) -> Path:
     root = staging_root()
-    path = root / _safe(release) / _safe(run_id)
+    path = root / safe_name(release) / safe_name(run_id)
     if create:
         old = os.umask(0o077)
         try:
             path.mkdir(parents=True, exist_ok=True)
         finally:
             os.umask(old)
-        for p in (root, root / _safe(release), path):
+        for p in (root, root / safe_name(release), path):
             os.chmod(p, 0o700)
     return path
 
