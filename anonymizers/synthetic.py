@@ -155,7 +155,7 @@ def _claims(name, ids, member, first, t, conditions, groups, vocab, weights, rng
     end = np.minimum(start + length.astype("timedelta64[D]"), START + (DAYS - 1))
     dx = _diagnoses(m, MAX_DX[name], member, conditions, groups, weights, rng)
     frame = {"desynpuf_id": ids[member],
-             "clm_id": [f"{t}{first + i:07d}{j:06d}" for j, i in enumerate(member)],
+             "clm_id": _claim_ids(t, first + member),
              "clm_from_dt": np.datetime_as_string(start, unit="D"),
              "clm_thru_dt": np.datetime_as_string(end, unit="D")}
     if name == "inpatient":
@@ -165,6 +165,21 @@ def _claims(name, ids, member, first, t, conditions, groups, vocab, weights, rng
         frame[f"icd9_dgns_cd_{j + 1}"] = codes[:, j]
     frame["hcpcs_cd_1"] = rng.choice(HCPCS, size=m)
     return pd.DataFrame(frame)
+
+
+def _group_table(groups, width) -> tuple[np.ndarray, np.ndarray]:
+    """Groups as a -1 padded (n_groups, width) matrix and their lengths (cut at width)."""
+    table = np.full((len(groups), width), -1, dtype=np.int64)
+    glen = np.array([min(len(g), width) for g in groups], dtype=np.int64)
+    for i, g in enumerate(groups):
+        table[i, :glen[i]] = g[:width]
+    return table, glen
+
+
+def _claim_ids(t: int, member: np.ndarray) -> np.ndarray:
+    """``<type><member:07d><claim number within this type and chunk:06d>``."""
+    digits = (t * 10**13 + member.astype(np.int64) * 10**6 + np.arange(len(member)))
+    return pd.Series(digits).astype(str).str.zfill(14).to_numpy(dtype=object)
 
 
 def _diagnoses(m, width, member, conditions, groups, weights, rng) -> np.ndarray:
@@ -177,9 +192,10 @@ def _diagnoses(m, width, member, conditions, groups, weights, rng) -> np.ndarray
     which = conditions[member, rng.integers(0, conditions.shape[1], size=m)]
     cols = np.arange(width)
     out[:] = np.where(cols[None, :] < n_extra[:, None], extra, -1)
-    for i in np.flatnonzero(use_group):  # a group's codes first, then the extras
-        g = groups[which[i]][:width]
-        rest = out[i, : width - len(g)].copy()
-        out[i, : len(g)] = g
-        out[i, len(g):] = rest
+    # a group's codes first, then the extras shifted right (vectorised)
+    table, glen = _group_table(groups, width)
+    rows = np.flatnonzero(use_group)
+    g, n_g = table[which[rows]], glen[which[rows]]
+    shifted = np.take_along_axis(out[rows], np.maximum(cols[None, :] - n_g[:, None], 0), 1)
+    out[rows] = np.where(cols[None, :] < n_g[:, None], g, shifted)
     return out
