@@ -40,6 +40,10 @@ class DisassociationConfig:
         Most clusters one joint cluster may join during refining.  ``None``:
         no bound (a joint cluster grows while growing it moves more code
         occurrences out of item chunks).  At least 2.
+    refine_window : int, default 256
+        Refining joins clusters only within windows of this many consecutive
+        clusters (HORPART order), so that the work can be split into batches
+        of whole windows without changing the result (see ``batches``).
     seed : int or None, default None
         Seed of the ``numpy.random.Generator`` that shuffles the subrecords of
         every chunk (Section 3.2).  ``None`` draws fresh entropy from the
@@ -61,6 +65,7 @@ class DisassociationConfig:
     utility_policy: tuple[tuple[str, ...], ...] | None = None
     refine: bool = True
     max_joint_clusters: int | None = None
+    refine_window: int = 256
     seed: int | None = None
     repeated_codes: bool = False
     sensitive_codes: frozenset[str] = frozenset()
@@ -75,6 +80,7 @@ class DisassociationConfig:
         if self.max_joint_clusters is not None:
             _check_int("max_joint_clusters", self.max_joint_clusters, 2,
                        "max_joint_clusters must be None or at least 2")
+        _check_int("refine_window", self.refine_window, 1, "refine_window must be at least 1")
         if self.seed is not None:
             _check_int("seed", self.seed, 0, "seed must be a non-negative integer or None")
         for name in ("refine", "repeated_codes"):

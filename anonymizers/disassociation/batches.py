@@ -1,0 +1,226 @@
+"""DISASSOCIATION in batches of HORPART clusters, so that VERPART and
+refining can run in separate processes (one Airflow task per batch).
+
+The work splits in three:
+
+- ``plan(records, config)``: prepare and HORPART (Fig. 8) over all records,
+  then ``merge_small``.  HORPART is a recursive split of the whole data set
+  and stays in one process; it needs only the encoded records.  The plan is
+  the cluster of every record and the record's place in its cluster.
+- ``run_batch(records, plan_rows, config, seed)``: VERPART (Fig. 9) on every
+  cluster of a batch, refining (Fig. 10) within the batch, and the shuffled
+  subrecords.  The batch's release is itself a disassociated release of the
+  batch's records.
+- ``combine(plan, fragments)``: the fragments side by side, shared chunks
+  re-indexed to the release's clusters.
+
+Results never depend on how the clusters were batched:
+
+- Refining joins clusters inside fixed *refine windows* of
+  ``config.refine_window`` consecutive clusters (in HORPART order); batches
+  are made of whole windows.  The paper gives no procedure for building
+  joint clusters (Section 4, "Refining"); bounding them by a window is our
+  choice, and it is what makes the work partitionable.
+- Every chunk is shuffled by a generator seeded from the release seed and
+  the chunk's place (cluster index; first cluster of a joint cluster), not
+  by one generator consumed in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from anonymizers.disassociation.config import DisassociationConfig
+from anonymizers.disassociation.horpart import horpart, merge_small
+from anonymizers.disassociation.prepare import prepare
+from anonymizers.disassociation.ragged import Part, concat, gather
+from anonymizers.disassociation.refine import refine
+from anonymizers.disassociation.release import (Cluster, Disassociated, RecordChunk,
+                                                SharedChunk)
+from anonymizers.disassociation.verpart import verpart
+from anonymizers.errors import ParameterError
+
+PLAN_COLUMNS = ["patient_id", "cluster", "position"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """HORPART's clusters: ``rows`` has one row per record (patient_id,
+    cluster, position in the cluster), sorted by cluster then position.
+    ``seed`` is the release seed (drawn once when the config has none)."""
+
+    rows: pd.DataFrame
+    n_clusters: int
+    seed: int
+    metrics: dict
+
+    def batches(self, batch_size: int, window: int) -> list[tuple[int, int]]:
+        """``[first, stop)`` cluster ranges of about ``batch_size`` clusters,
+        rounded up to whole refine windows."""
+        if batch_size < 1:
+            raise ParameterError("batch_size", f"must be at least 1, got {batch_size}")
+        step = window * max(1, -(-batch_size // window))
+        return [(lo, min(lo + step, self.n_clusters)) for lo in range(0, self.n_clusters, step)]
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A batch's release (its clusters ``first .. first + len - 1``) and the
+    figures ``combine`` sums."""
+
+    first: int
+    release: Disassociated
+    figures: dict
+
+
+def plan(records: pd.DataFrame, config: DisassociationConfig) -> Plan:
+    """Prepare and HORPART all records (see the module docstring)."""
+    prep = prepare(records, config.utility_policy, config.sensitive_codes,
+                   config.repeated_codes)
+    seed = config.seed if config.seed is not None else \
+        int(np.random.SeedSequence().entropy % 2**31)
+    matrix = prep.records.matrix
+    n = matrix.shape[0]
+    figures = {"n_records": int(n), "n_codes": int(prep.records.n_codes),
+               "nnz": int(matrix.nnz), "merged_small_clusters": 0, "suppressed_records": 0}
+    if n < config.k:  # see algorithm.py: nothing can be released
+        return Plan(pd.DataFrame({c: pd.Series(dtype="int64") for c in PLAN_COLUMNS}), 0,
+                    seed, {**figures, "suppressed_records": int(n)})
+    clusters = horpart(matrix, prep.constraint, ~prep.sensitive, config.max_cluster_size)
+    clusters, merged = merge_small(clusters, config.k)
+    sizes = np.array([c.n for c in clusters], dtype=np.int64)
+    rows = pd.DataFrame({
+        "patient_id": prep.records.patients[np.concatenate([c.rows for c in clusters])],
+        "cluster": np.repeat(np.arange(len(clusters)), sizes),
+        "position": np.concatenate([np.arange(s) for s in sizes])})
+    return Plan(rows, len(clusters), seed, {**figures, "merged_small_clusters": int(merged)})
+
+
+def run_batch(records: pd.DataFrame, plan_rows: pd.DataFrame,
+              config: DisassociationConfig, seed: int) -> Fragment:
+    """VERPART, refining and shuffling for the clusters of ``plan_rows`` (a
+    slice of ``Plan.rows`` made of whole refine windows); ``records`` must
+    hold the rows of those patients (it may hold others: they are ignored)."""
+    plan_rows = plan_rows.sort_values(["cluster", "position"], ignore_index=True)
+    if plan_rows.empty:
+        return Fragment(0, Disassociated(config.k, config.m, ()), _figures([], [], [], {}))
+    first = int(plan_rows["cluster"].iloc[0])
+    if first % config.refine_window:
+        raise ParameterError("plan_rows", f"a batch must start at a refine window "
+                             f"(cluster {first} is not a multiple of {config.refine_window})")
+    mine = records[records["patient_id"].isin(plan_rows["patient_id"])]
+    prep = prepare(mine, config.utility_policy, config.sensitive_codes, config.repeated_codes)
+    where = pd.Index(prep.records.patients).get_indexer(plan_rows["patient_id"])
+    if (where < 0).any():
+        raise ParameterError("records", "the records lack patients of the batch's plan")
+    local = plan_rows["cluster"].to_numpy() - first
+    bounds = np.searchsorted(local, np.arange(local.max() + 2))
+    clusters = [gather(prep.records.matrix, where[bounds[i]:bounds[i + 1]])
+                for i in range(len(bounds) - 1)]
+    parts = [verpart(c, config.k, config.m, prep.constraint, prep.sensitive) for c in clusters]
+    shared: list = []
+    if config.refine:
+        parts, shared = _refine_windows(clusters, parts, first, config, prep)
+    release = _release(prep.records.codes, clusters, parts, shared, config, seed, first)
+    return Fragment(first, release, _figures(clusters, parts, shared, prep))
+
+
+def _refine_windows(clusters, parts, first, config, prep):
+    """Refining (Fig. 10) inside each refine window of the batch."""
+    out_parts, out_shared = [], []
+    w = config.refine_window
+    for lo in range(0, len(clusters), w):
+        p, s = refine(clusters[lo:lo + w], parts[lo:lo + w], config.k, config.m,
+                      prep.constraint, prep.sensitive, config.max_joint_clusters)
+        out_parts += p
+        out_shared += [(tuple(i + lo for i in members), codes) for members, codes in s]
+    return out_parts, out_shared
+
+
+def _release(vocab, clusters: list[Part], parts, shared, config, seed: int,
+             first: int) -> Disassociated:
+    """The fragment; shared chunks name clusters by their index in the fragment."""
+    out = []
+    for i, (cluster, part) in enumerate(zip(clusters, parts)):
+        rng = np.random.default_rng([seed, 0, first + i])
+        chunks = tuple(RecordChunk(tuple(vocab[c].tolist()), _subrecords(cluster, c, vocab, rng))
+                       for c in part.chunks)
+        out.append(Cluster(cluster.n, chunks, tuple(vocab[np.sort(part.item)].tolist())))
+    shared_out, nth = [], {}
+    for members, codes in shared:
+        j = nth[members] = nth.get(members, -1) + 1  # j-th shared chunk of this joint cluster
+        rng = np.random.default_rng([seed, 1, first + members[0], j])
+        joined = concat([clusters[i] for i in members])
+        shared_out.append(SharedChunk(tuple(members), tuple(vocab[codes].tolist()),
+                                      _subrecords(joined, codes, vocab, rng)))
+    return Disassociated(config.k, config.m, tuple(out), tuple(shared_out))
+
+
+def _subrecords(part: Part, codes: np.ndarray, vocab: np.ndarray,
+                rng: np.random.Generator) -> tuple[tuple[str, ...], ...]:
+    """Every record of ``part`` projected on ``codes``, in a random order."""
+    keep = np.zeros(len(vocab), dtype=bool)
+    keep[codes] = True
+    proj = part.only(keep)
+    bounds = np.searchsorted(proj.pos, np.arange(part.n + 1))
+    names = vocab[proj.codes].tolist()
+    rows = [tuple(names[bounds[r]:bounds[r + 1]]) for r in range(part.n)]
+    return tuple(rows[i] for i in rng.permutation(part.n))
+
+
+def _figures(clusters, parts, shared, prep) -> dict:
+    """What ``combine`` sums over fragments (item codes by name: vocabularies differ)."""
+    item_codes = sorted({str(prep.records.codes[c]) for p in parts for c in p.item.tolist()})
+    return {"n_clusters": len(clusters),
+            "sizes": [int(c.n) for c in clusters],
+            "n_record_chunks": sum(len(p.chunks) for p in parts),
+            "n_joint_clusters": len({members for members, _ in shared}),
+            "n_shared_chunks": len(shared),
+            "item_occurrences": int(sum(sum(p.support[c] for c in p.item.tolist())
+                                        for p in parts)),
+            "item_codes": item_codes}
+
+
+def combine(plan_: Plan, fragments: list[Fragment], config: DisassociationConfig):
+    """The release of all fragments (in cluster order) and its metrics."""
+    fragments = sorted(fragments, key=lambda f: f.first)
+    clusters, shared, offset = [], [], 0
+    for f in fragments:
+        if f.first != offset:
+            raise ParameterError("fragments", f"expected the batch starting at cluster "
+                                 f"{offset}, got one starting at {f.first}")
+        clusters += f.release.clusters
+        shared += [SharedChunk(tuple(c + offset for c in s.clusters), s.codes, s.subrecords)
+                   for s in f.release.shared_chunks]
+        offset += len(f.release.clusters)
+    if offset != plan_.n_clusters:
+        raise ParameterError("fragments", f"the batches hold {offset} clusters, the plan "
+                             f"{plan_.n_clusters}")
+    release = Disassociated(config.k, config.m, tuple(clusters), tuple(shared))
+    return release, _metrics(plan_, fragments)
+
+
+def _metrics(plan_: Plan, fragments: list[Fragment]) -> dict:
+    m = plan_.metrics
+    sizes = np.array([s for f in fragments for s in f.figures["sizes"]], dtype=np.int64)
+    item_codes = set().union(*(f.figures["item_codes"] for f in fragments)) if fragments \
+        else set()
+    released = len(sizes) > 0
+    return {
+        "n_records": m["n_records"], "n_codes": m["n_codes"], "n_clusters": len(sizes),
+        "cluster_size_min": int(sizes.min()) if released else 0,
+        "cluster_size_mean": float(sizes.mean()) if released else 0.0,
+        "cluster_size_max": int(sizes.max()) if released else 0,
+        "merged_small_clusters": m["merged_small_clusters"],
+        **{key: sum(f.figures[key] for f in fragments)
+           for key in ("n_record_chunks", "n_joint_clusters", "n_shared_chunks")},
+        "item_chunk_occurrence_share":
+            sum(f.figures["item_occurrences"] for f in fragments) / m["nnz"]
+            if m["nnz"] and released else 0.0,
+        "codes_with_exact_support": m["n_codes"] - len(item_codes) if released else 0,
+        "suppressed_records": m["suppressed_records"],
+        "seed": plan_.seed,
+    }
