@@ -1,7 +1,10 @@
 """One DAG per release file: the task order every release shares.
 
-prepare -> extract -> privacy_policy -> choose_method -> <method's steps>
-        -> validate -> load, with cleanup as the teardown of prepare.
+prepare -> extract -> [screen_plan -> screen (one task per member range)
+        -> screen_combine] -> privacy_policy -> choose_method -> <method's steps>
+        -> validate -> report -> load, with cleanup as the teardown of prepare.
+Partitioned steps (screening, a method's ``MAPPED`` steps) are mapped tasks
+over batches, so Airflow's executor spreads them over its workers.
 The trigger form offers every method with its parameters in a section of
 its own, prefilled from the release file; Airflow validates them (types,
 enums, bounds) before the run starts, and ``choose_method`` re-checks the
@@ -75,11 +78,23 @@ def build_dag(release: Release):
             return steps.privacy_policy(current_run(release.name), params["k"],
                                         params["ppe_filter"])
 
+        @task
+        @no_retry_on_bad_data
+        def screen_plan(params=None) -> list:
+            return steps.screen_plan(current_run(release.name), release.screening_policy,
+                                     params["screen_batch_members"])
+
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
-        def screen(params=None) -> dict:
-            return steps.screen(current_run(release.name), release.screening_policy,
-                                params["scope"])
+        def screen(batch: dict, params=None) -> dict:
+            return steps.screen_batch(current_run(release.name), release.screening_policy,
+                                      params["scope"], batch)
+
+        @task(multiple_outputs=False)
+        @no_retry_on_bad_data
+        def screen_combine(batches: list) -> dict:
+            return steps.screen_combine(current_run(release.name), release.screening_policy,
+                                        len(batches))
 
         @task.branch(retries=0)
         @no_retry_on_bad_data
@@ -123,13 +138,15 @@ def build_dag(release: Release):
         started, extracted, policy = prepare(), extract(), privacy_policy()
         chooser, checked = choose_method(), validate()
         if release.screening_policy:
-            extracted >> screen() >> policy
+            planned = screen_plan()
+            extracted >> planned
+            screen.expand(batch=planned) >> screen_combine(planned) >> policy
         else:
             extracted >> policy
         started >> extracted
         policy >> chooser
         for method, module in METHODS.items():
-            chain = [_method_task(release.name, method, step) for step in module.STEPS]
+            chain = _method_chain(release.name, method, module)
             chooser >> chain[0]
             for up, down in zip(chain, chain[1:]):
                 up >> down
@@ -146,7 +163,24 @@ def _screened(release: Release) -> dict | None:
         return None
     from airflow.sdk import get_current_context
 
-    return get_current_context()["ti"].xcom_pull(task_ids="screen")
+    return get_current_context()["ti"].xcom_pull(task_ids="screen_combine")
+
+
+def _method_chain(release_name: str, method: str, module) -> list:
+    """One task per step; a step in ``module.MAPPED`` is one task per batch
+    of the list its source step returned (dynamic task mapping)."""
+    mapped = getattr(module, "MAPPED", {})
+    outputs: dict = {}
+    chain = []
+    for step in module.STEPS:
+        source = mapped.get(step)
+        if source is None:
+            outputs[step] = _method_task(release_name, method, step)()
+        else:
+            outputs[step] = _method_task(release_name, method, step).expand(
+                batch=outputs[source])
+        chain.append(outputs[step])
+    return chain
 
 
 def _method_task(release_name: str, method: str, step: str):
@@ -154,8 +188,8 @@ def _method_task(release_name: str, method: str, step: str):
 
     @task(task_id=f"{method}_{step}", multiple_outputs=False)
     @no_retry_on_bad_data
-    def run_step(params=None) -> dict:
+    def run_step(batch=None, params=None) -> dict:
         return steps.method_step(current_run(release_name), method, step,
-                                 {**method_params(params), "scope": params["scope"]})
+                                 {**method_params(params), "scope": params["scope"]}, batch)
 
-    return run_step()
+    return run_step

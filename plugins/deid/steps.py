@@ -17,7 +17,7 @@ import pandas as pd
 
 from deid import extract as extract_mod
 from deid import load as load_mod
-from deid import staging, validation
+from deid import screening, staging, validation
 from deid import methods
 from deid.methods import METHODS
 from deid.warehouse import ensure_schemas
@@ -66,27 +66,43 @@ def extract(run: Run, scope: str = "TRUE") -> dict:
     return stats
 
 
-def screen(run: Run, policy_version: str, scope: str = "TRUE") -> dict:
-    """HHP screening (seed 004 section 2) before any method: members with a
-    listed diagnosis or procedure leave the extract, all their rows with them."""
-    from anonymizers.claims import load_policy, screen as run_screen
+def _screening_policy(policy_version: str):
+    from anonymizers.claims import load_policy
 
     policy = load_policy()
     if policy.version != policy_version:
         raise ValidationFailed(f"screening policy {policy_version!r} requested, the "
                                f"repository has {policy.version!r}")
-    extract_mod.extract_claims_table(run.path("screen_claims.parquet"), scope)
-    per_claim = pd.read_parquet(run.path("screen_claims.parquet"))
-    result = run_screen(per_claim, policy, compare=False)
-    removed = set(result.removed_members["member_id"])
-    rows = claims(run)
-    kept = rows[~rows["patient_id"].isin(removed)]
-    kept.to_parquet(run.path("claims.parquet"), index=False)
-    run.path("screen_claims.parquet").unlink()
-    if kept.empty:
+    return policy
+
+
+def screen_plan(run: Run, policy_version: str, batch_members: int) -> list[dict]:
+    """HHP screening (seed 004 section 2) before any method, per member range:
+    the ranges (see ``deid.screening``), one ``{"index": i}`` each."""
+    _screening_policy(policy_version)
+    return screening.plan(run, batch_members)
+
+
+def screen_batch(run: Run, policy_version: str, scope: str, batch: dict) -> dict:
+    """Members of one range with a listed diagnosis or procedure."""
+    return screening.batch(run, _screening_policy(policy_version), scope, batch["index"])
+
+
+def screen_combine(run: Run, policy_version: str, n_batches: int) -> dict:
+    """The removed members leave the extract, all their rows with them."""
+    out = screening.combine(run, n_batches)
+    if out["rows_kept"] == 0:
         raise ValidationFailed("screening removed every member: nothing to release")
-    return {"policy_version": policy.version, "members_removed": len(removed),
-            "rows_removed": int(len(rows) - len(kept)), "rows_kept": int(len(kept))}
+    return {"policy_version": policy_version, "batches": n_batches, **out}
+
+
+def screen(run: Run, policy_version: str, scope: str = "TRUE",
+           batch_members: int = 20_000) -> dict:
+    """All of screening in this process (tests, scripts)."""
+    batches = screen_plan(run, policy_version, batch_members)
+    for b in batches:
+        screen_batch(run, policy_version, scope, b)
+    return screen_combine(run, policy_version, len(batches))
 
 
 def claims(run: Run, columns=None) -> pd.DataFrame:
@@ -109,8 +125,22 @@ def privacy_policy(run: Run, k: int, filter: str) -> dict:
     return {"constraints": len(policy["constraints"]), **Run.small(result.metrics)}
 
 
-def method_step(run: Run, method: str, step: str, params: dict) -> dict:
-    return getattr(METHODS[method], step)(run, params)
+def method_step(run: Run, method: str, step: str, params: dict, batch: dict | None = None) -> dict:
+    fn = getattr(METHODS[method], step)
+    return fn(run, params) if batch is None else fn(run, params, batch)
+
+
+def run_method(run: Run, method: str, params: dict) -> None:
+    """Every step of ``method`` in this process, mapped steps batch after batch."""
+    module = METHODS[method]
+    outputs = {}
+    for step in module.STEPS:
+        source = getattr(module, "MAPPED", {}).get(step)
+        if source is None:
+            outputs[step] = method_step(run, method, step, params)
+        else:
+            for batch in outputs[source]:
+                method_step(run, method, step, params, batch)
 
 
 def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:

@@ -33,7 +33,8 @@ def test_every_dag_has_tags_owner_retries_doc(dagbag):
 
 def test_release_dag_order_and_params(dagbag):
     dag = dagbag.get_dag("deid_medco_codes")
-    order = ["prepare", "extract", "screen", "privacy_policy", "choose_method",
+    order = ["prepare", "extract", "screen_plan", "screen", "screen_combine",
+             "privacy_policy", "choose_method",
              "medco_cluster_codes",
              "medco_dummies", "validate", "report", "load"]
     for up, down in zip(order, order[1:]):
@@ -45,3 +46,15 @@ def test_release_dag_order_and_params(dagbag):
         assert p.schema.get("title") and p.description and p.schema.get("section"), name
     assert dag.params.get_param("k").schema["minimum"] == 2
     assert dag.params["method"] == "medco"
+
+
+def test_partitioned_steps_are_mapped_tasks(dagbag):
+    """Screening and disassociation's VERPART/refining run one task per batch."""
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    dag = dagbag.get_dag("deid_disassociation_diagnoses")
+    assert isinstance(dag.get_task("disassociation_disassociate"), MappedOperator)
+    assert "disassociation_combine" in dag.get_task("disassociation_disassociate").downstream_task_ids
+    medco = dagbag.get_dag("deid_medco_codes")
+    assert isinstance(medco.get_task("screen"), MappedOperator)
+    assert not isinstance(medco.get_task("screen_combine"), MappedOperator)

@@ -184,6 +184,43 @@ def test_hhp_release_meets_max_sup(source_ids, warehouse):
     assert metrics["hhp"]["risk"] <= 0.05 and policies["hhp_policy"] == "hhp-2012-v1"
 
 
+def _rows(warehouse, table):
+    return sorted(_query(warehouse, f"SELECT * FROM release.{table}"))
+
+
+def test_release_does_not_depend_on_batching(medco_dag, source_ids, warehouse):
+    """Issue #7: one batch or several, the same release for the same seed."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(
+        "deid_disassociation_diagnoses")
+    tables = [f"disassociation_diagnoses_{b}" for b in
+              ("clusters", "record_chunks", "item_chunks", "shared_chunks",
+               "shared_chunk_clusters")]
+    released, batches = [], []
+    for size in (100_000, 4):
+        run = dag.test(run_conf={"k": 3, "m": 2, "seed": 5, "refine_window": 4,
+                                 "batch_size": size})
+        assert str(run.state).endswith("success"), run.state
+        released.append([_rows(warehouse, t) for t in tables])
+        batches.append(len([ti for ti in run.get_task_instances()
+                            if ti.task_id == "disassociation_disassociate"]))
+    assert batches[0] == 1 and batches[1] >= 3
+    assert released[0] == released[1] and released[0][1]
+
+
+def test_screening_does_not_depend_on_member_ranges(medco_dag, medco_run, warehouse):
+    before = _rows(warehouse, "medco_codes")
+    run = medco_dag.test(run_conf={**CONF, "screen_batch_members": 40})
+    assert str(run.state).endswith("success"), run.state
+    ranges = [ti for ti in run.get_task_instances() if ti.task_id == "screen"]
+    assert len(ranges) >= 4
+    assert _rows(warehouse, "medco_codes") == before
+    (metrics,), = _query(warehouse, "SELECT metrics FROM audit.release_runs WHERE run_id = %s "
+                         "AND release_name = 'medco_codes'", run.run_id)
+    assert metrics["screen"]["batches"] == len(ranges)
+
+
 def test_screening_runs_before_a_code_release(medco_run, warehouse):
     (metrics, policies), = _query(warehouse, "SELECT metrics, policy_versions FROM "
                                   "audit.release_runs WHERE run_id = %s AND release_name = "

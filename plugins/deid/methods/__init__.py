@@ -5,6 +5,9 @@ Each method module defines:
   PARAMS            {name: JSON schema with default, title, description}
   STEPS             names of the module's step functions, in order; each is
                     fn(run, params) -> small dict, and one DAG task
+  MAPPED            optional {step: source step}: the step runs once per item
+                    of the list of batches the source step returned, as
+                    fn(run, params, batch) (a mapped task in the DAG)
   verify(run, params) -> list of verdict dicts (the independent verifiers)
   gates(run, params, claims) -> list of (table, frame, expectations)
   release_tables(run, params, token_key) -> {block: frame}  (sql/release_tables.sql blocks)
@@ -30,6 +33,10 @@ COMMON_PARAMS = {
     "ppe_filter": {"enum": ["all-visits", "single-visit"], "default": "all-visits",
                    "title": "PPE filter", "description": "What an attacker is assumed to know: "
                    "the codes of one claim (single-visit) or all of a patient's (all-visits)."},
+    "screen_batch_members": {
+        "type": "integer", "minimum": 1, "maximum": 10_000_000, "default": 20_000,
+        "title": "Members per screening task", "description": "Releases with a screening "
+        "policy screen the members in ranges of this size, one task each."},
     "seed": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1, "default": 20081,
              "title": "Seed", "description": "Seeds every random choice; recorded with the "
              "release."},

@@ -24,9 +24,19 @@ PARAMS = {
     "refine": {"type": "boolean", "default": True, "title": "Refine",
                "description": "Move codes of several item chunks into shared chunks (Fig. 10)."},
     "utility_policy": UGACLIP_PARAMS["utility_policy"],  # one form field for both methods
+    "refine_window": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 256,
+                      "title": "Refine window",
+                      "description": "Refining joins clusters only within windows of this "
+                      "many consecutive clusters."},
+    "batch_size": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1024,
+                   "title": "Clusters per batch",
+                   "description": "HORPART clusters per VERPART/refining task (rounded up to "
+                   "whole refine windows). The release does not depend on it."},
 }
-STEPS = ("disassociate", "measure")
+STEPS = ("plan", "disassociate", "combine", "measure")
+MAPPED = {"disassociate": "plan"}  # one task per batch the plan step returns
 BLOCKS = ("clusters", "record_chunks", "item_chunks", "shared_chunks", "shared_chunk_clusters")
+MAX_BATCHES = 1024  # Airflow's default max_map_length
 
 
 def _records(run) -> pd.DataFrame:
@@ -36,23 +46,76 @@ def _records(run) -> pd.DataFrame:
 
 def _policy(params, codes):
     name = params.get("utility_policy", "none")
-    return None if name in (None, "none") else utility_policy(name, codes)
+    if name in (None, "none"):
+        return None
+    policy = utility_policy(name, codes)
+    return policy if isinstance(policy, list) else [list(c) for c in policy.constraints]
 
 
-def disassociate(run, params) -> dict:
-    from anonymizers.disassociation import DisassociationConfig, disassociate as run_it
+def _config(params, policy):
+    from anonymizers.disassociation import DisassociationConfig
+
+    return DisassociationConfig(params["k"], params["m"],
+                                max_cluster_size=params["max_cluster_size"],
+                                utility_policy=policy, refine=params["refine"],
+                                refine_window=params["refine_window"], seed=params["seed"])
+
+
+def plan(run, params) -> list[dict]:
+    """HORPART over all records (one task), then each batch's records and
+    plan rows to staging.  Returns the batches: numbers only, never ids."""
+    from anonymizers.disassociation.batches import plan as make_plan
 
     records = _records(run)
     policy = _policy(params, records["code"].unique())
-    if policy is not None and not isinstance(policy, list):
-        policy = [list(c) for c in policy.constraints]
-    result = run_it(records, DisassociationConfig(
-        params["k"], params["m"], max_cluster_size=params["max_cluster_size"],
-        utility_policy=policy, refine=params["refine"], seed=params["seed"]))
-    run.write_json("disassociated.json", result.to_json())
-    for name, frame in result.tables().items():
+    config = _config(params, policy)
+    p = make_plan(records, config)
+    size = max(params["batch_size"], -(-p.n_clusters // MAX_BATCHES))
+    ranges = p.batches(size, config.refine_window)
+    p.rows.to_parquet(run.path("dis_plan.parquet"), index=False)
+    for i, (lo, hi) in enumerate(ranges):
+        rows = p.rows[(p.rows["cluster"] >= lo) & (p.rows["cluster"] < hi)]
+        rows.to_parquet(run.path(f"dis_plan.b{i}.parquet"), index=False)
+        records[records["patient_id"].isin(rows["patient_id"])].to_parquet(
+            run.path(f"dis_records.b{i}.parquet"), index=False)
+    run.write_json("dis_batches.json", {"seed": p.seed, "ranges": ranges, "policy": policy,
+                                        "n_clusters": p.n_clusters, "metrics": p.metrics})
+    return [{"index": i, "clusters": hi - lo} for i, (lo, hi) in enumerate(ranges)]
+
+
+def disassociate(run, params, batch) -> dict:
+    """VERPART and refining on one batch of clusters (Figs. 9-10)."""
+    from anonymizers.disassociation.batches import run_batch
+
+    i = batch["index"]
+    info = run.read_json("dis_batches.json")
+    fragment = run_batch(pd.read_parquet(run.path(f"dis_records.b{i}.parquet")),
+                         pd.read_parquet(run.path(f"dis_plan.b{i}.parquet")),
+                         _config(params, info["policy"]), info["seed"])
+    run.write_json(f"dis_fragment.b{i}.json", {"first": fragment.first,
+                                               "release": fragment.release.to_json(),
+                                               "figures": fragment.figures})
+    return {"index": i, "clusters": len(fragment.release.clusters),
+            "records": fragment.release.n_records}
+
+
+def combine(run, params) -> dict:
+    """The fragments into one release, its tables and metrics."""
+    from anonymizers.disassociation.batches import Fragment, Plan, combine as join
+    from anonymizers.disassociation.release import Disassociated
+
+    info = run.read_json("dis_batches.json")
+    fragments = []
+    for i in range(len(info["ranges"])):
+        doc = run.read_json(f"dis_fragment.b{i}.json")
+        fragments.append(Fragment(doc["first"], Disassociated.from_json(doc["release"]),
+                                  doc["figures"]))
+    p = Plan(pd.DataFrame(), info["n_clusters"], info["seed"], info["metrics"])
+    release, metrics = join(p, fragments, _config(params, info["policy"]))
+    run.write_json("disassociated.json", release.to_json())
+    for name, frame in release.tables().items():
         frame.to_parquet(run.path(f"dis_{name}.parquet"), index=False)
-    metrics = run.small(result.metrics)
+    metrics = run.small(metrics)
     run.write_json("method_metrics.json", metrics)
     return metrics
 
@@ -73,9 +136,8 @@ def measure(run, params) -> dict:
     release = Disassociated.from_json(run.read_json("disassociated.json"))
     drawn = dm.as_records(reconstruct(release, seed=params["seed"]))
     out = {"are_w2": dm.are(original, drawn, w2), "w2_code_set_sizes": sizes}
-    policy = _policy(params, records["code"].unique())
-    if policy is not None:
-        constraints = policy if isinstance(policy, list) else [list(c) for c in policy.constraints]
+    constraints = run.read_json("dis_batches.json")["policy"]
+    if constraints is not None:
         mre = dm.mre(original, drawn, constraints)
         out["mre_share_in_-5_5"] = dm.share_within(mre)
         run.write_json("mre_histogram.json",
@@ -86,10 +148,15 @@ def measure(run, params) -> dict:
 
 
 def verify(run, params) -> list[dict]:
-    from anonymizers.verify.disassociation import verify_disassociation
+    """Guarantee 1, batch by batch; the batches' claimed records are checked too."""
+    from anonymizers.verify.disassociation import verify_disassociation_batches
 
-    return [verify_disassociation(_records(run), run.read_json("disassociated.json"),
-                                  k=params["k"], m=params["m"]).as_dict()]
+    rows = pd.read_parquet(run.path("dis_plan.parquet"))
+    claim = [(lo, hi, rows.loc[(rows["cluster"] >= lo) & (rows["cluster"] < hi),
+                               "patient_id"].to_numpy())
+             for lo, hi in run.read_json("dis_batches.json")["ranges"]]
+    return [verify_disassociation_batches(_records(run), run.read_json("disassociated.json"),
+                                          claim, k=params["k"], m=params["m"]).as_dict()]
 
 
 def gates(run, params, claims: pd.DataFrame) -> list:
