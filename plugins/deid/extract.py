@@ -1,7 +1,7 @@
 """Extract: COPY the normalized claims of a release's scope to staging Parquet.
 
-The warehouse streams ``COPY (extract query) TO STDOUT`` into a CSV file in
-staging; pyarrow reads it back in bounded blocks and writes typed,
+The warehouse streams ``COPY (extract query) TO STDOUT`` through a pipe;
+pyarrow reads it in bounded blocks as it comes and writes typed,
 zstd-compressed Parquet, checking every block: an empty patient id or a code
 that is not ICD-9-CM stops the run naming the source table, the extract row and the
 field.  CMS's masked-code placeholders are dropped and counted.
@@ -9,6 +9,9 @@ field.  CMS's masked-code placeholders are dropped and counted.
 
 from __future__ import annotations
 
+import os
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -36,23 +39,44 @@ def extract_query(scope: str = "TRUE") -> str:
 
 def extract_to_parquet(out: Path, scope: str = "TRUE") -> dict:
     """Run the extract; returns rows, patients and dropped placeholder counts."""
-    csv_path = out.with_suffix(".csv")
-    with connect() as conn, conn.cursor() as cur, open(csv_path, "w") as f:
-        cur.copy_expert(f"COPY ({extract_query(scope)}) TO STDOUT WITH (FORMAT csv)", f)
+    with connect() as conn, conn.cursor() as cur, \
+            copy_out(cur, f"COPY ({extract_query(scope)}) TO STDOUT WITH (FORMAT csv)") as csv:
+        return _csv_to_parquet(csv, out)
+
+
+@contextmanager
+def copy_out(cur, sql: str):
+    """``COPY ... TO STDOUT`` in a thread, read as a stream from a pipe: the
+    server's work and the Parquet writing overlap and no CSV lands on disk."""
+    read_fd, write_fd = os.pipe()
+    errors: list[BaseException] = []
+
+    def run():
+        try:
+            with os.fdopen(write_fd, "wb") as sink:
+                cur.copy_expert(sql, sink)
+        except BaseException as exc:  # noqa: BLE001 - raised in the reading thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    reader = os.fdopen(read_fd, "rb")
     try:
-        stats = _csv_to_parquet(csv_path, out)
+        yield reader
     finally:
-        csv_path.unlink(missing_ok=True)
-    return stats
+        reader.close()  # unblocks the COPY if the reader stopped early
+        thread.join()
+    if errors:
+        raise errors[0]
 
 
-def _csv_to_parquet(csv_path: Path, out: Path) -> dict:
-    if csv_path.stat().st_size == 0:  # the scope selects nothing
+def _csv_to_parquet(csv, out: Path) -> dict:
+    if not csv.peek(1):  # the scope selects nothing
         pq.write_table(SCHEMA.empty_table(), out, compression="zstd")
         return {"rows": 0, "patients": 0, "placeholder_codes_dropped": 0}
     reader = pacsv.open_csv(
-        csv_path, read_options=pacsv.ReadOptions(column_names=SCHEMA.names,
-                                                 block_size=BLOCK_BYTES),
+        csv, read_options=pacsv.ReadOptions(column_names=SCHEMA.names,
+                                            block_size=BLOCK_BYTES),
         convert_options=pacsv.ConvertOptions(column_types=SCHEMA, strings_can_be_null=True))
     rows = dropped = 0
     patients: set = set()

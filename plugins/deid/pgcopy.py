@@ -1,24 +1,62 @@
-"""COPY a DataFrame into PostgreSQL in bounded chunks (never row by row)."""
+"""COPY a DataFrame into PostgreSQL as one stream (never row by row).
+
+A thread renders the frame to CSV one bounded chunk at a time, with Arrow's
+C++ writer, into a pipe that ``COPY ... FROM STDIN`` reads: rendering and the
+server's parsing overlap, and memory stays at one chunk.
+"""
 
 from __future__ import annotations
 
-import io
+import os
+import threading
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
 
-CHUNK_ROWS = 500_000
+CHUNK_ROWS = 100_000
+WRITE = pacsv.WriteOptions(include_header=False)
+_QUOTE_NONNUMERIC = 2  # csv.QUOTE_NONNUMERIC: strings quoted, so "" is not NULL
 
 
 def copy_frame(cur, table: str, frame: pd.DataFrame) -> None:
     """COPY ``frame`` into ``table``; its column names are the table's columns.
 
-    Memory stays at one chunk's CSV text; NULL is written as ``\\N``.
+    Strings are quoted, so an empty string stays an empty string and an
+    unquoted empty field is NULL.  A failure on either side raises, and the
+    caller's transaction (rolled back) holds none of the rows.
     """
     cols = ", ".join(frame.columns)
-    sql = f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv, NULL '\\N')"
-    for start in range(0, max(len(frame), 1), CHUNK_ROWS):
-        buf = io.StringIO()
-        frame.iloc[start:start + CHUNK_ROWS].to_csv(buf, index=False, header=False,
-                                                    na_rep="\\N")
-        buf.seek(0)
-        cur.copy_expert(sql, buf)
+    read_fd, write_fd = os.pipe()
+    errors: list[BaseException] = []
+    with os.fdopen(read_fd, "rb") as reader:
+        writer = threading.Thread(target=_render, args=(frame, os.fdopen(write_fd, "wb"), errors),
+                                  daemon=True)
+        writer.start()
+        try:
+            cur.copy_expert(f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv)", reader)
+        finally:
+            reader.close()  # a writer still blocked on the pipe gets BrokenPipeError
+            writer.join()
+    if errors and not isinstance(errors[0], BrokenPipeError):
+        raise errors[0]
+
+
+def _render(frame: pd.DataFrame, out, errors: list) -> None:
+    try:
+        with out:
+            for start in range(0, len(frame), CHUNK_ROWS):
+                _write_csv(frame.iloc[start:start + CHUNK_ROWS], out)
+    except BaseException as exc:  # noqa: BLE001 - handed to the COPY's thread
+        errors.append(exc)
+
+
+def _write_csv(chunk: pd.DataFrame, out) -> None:
+    try:
+        table = pa.Table.from_pandas(chunk, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        # columns Arrow cannot type (mixed objects): pandas renders them, NULL unquoted
+        out.write(chunk.to_csv(index=False, header=False, na_rep="",
+                               quoting=_QUOTE_NONNUMERIC).encode())
+        return
+    pacsv.write_csv(table, out, WRITE)

@@ -1,0 +1,79 @@
+"""copy_frame: one streamed COPY; NULL and empty strings kept apart; a failure
+on either side raises and leaves nothing behind."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import psycopg2
+import pytest
+
+from deid import pgcopy
+
+pytestmark = pytest.mark.warehouse
+
+DDL = "CREATE TEMP TABLE t (i bigint, s text, d date, b boolean)"
+
+
+def _frame(n: int) -> pd.DataFrame:
+    return pd.DataFrame({"i": np.arange(n), "s": ["x,\"y\"\n", "", None, "ü"] * (n // 4),
+                         "d": [dt.date(2008, 1, 1)] * n, "b": [True, False] * (n // 2)})
+
+
+def test_rows_nulls_and_empty_strings_survive(warehouse, monkeypatch):
+    monkeypatch.setattr(pgcopy, "CHUNK_ROWS", 7)  # several chunks through the pipe
+    frame = _frame(40)
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute(DDL)
+        pgcopy.copy_frame(cur, "t", frame)
+        cur.execute("SELECT i, s, d, b FROM t ORDER BY i")
+        rows = cur.fetchall()
+    assert [r[1] for r in rows] == [None if pd.isna(s) else s for s in frame["s"]]
+    assert sum(r[1] == "" for r in rows) == 10
+    assert [r[0] for r in rows] == list(range(40)) and rows[0][2] == dt.date(2008, 1, 1)
+    assert [r[3] for r in rows] == frame["b"].tolist()
+
+
+def test_an_empty_frame_copies_nothing(warehouse):
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute(DDL)
+        pgcopy.copy_frame(cur, "t", _frame(0))
+        cur.execute("SELECT count(*) FROM t")
+        assert cur.fetchone()[0] == 0
+
+
+def test_a_rendering_failure_raises_and_the_transaction_keeps_nothing(warehouse, monkeypatch):
+    calls = []
+
+    def failing(chunk, out):
+        calls.append(len(chunk))
+        if len(calls) == 2:
+            raise RuntimeError("render failed")
+        out.write(b"1,a,2008-01-01,true\n")
+
+    monkeypatch.setattr(pgcopy, "CHUNK_ROWS", 10)
+    monkeypatch.setattr(pgcopy, "_write_csv", failing)
+    with warehouse.connect() as conn:
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE IF NOT EXISTS public.copy_probe (i bigint, s text, "
+                        "d date, b boolean)")
+            cur.execute("TRUNCATE public.copy_probe")
+    with pytest.raises(RuntimeError, match="render failed"):
+        with warehouse.connect() as conn, conn.cursor() as cur:
+            pgcopy.copy_frame(cur, "public.copy_probe", _frame(40))
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM public.copy_probe")
+        assert cur.fetchone()[0] == 0
+        cur.execute("DROP TABLE public.copy_probe")
+
+
+def test_a_server_error_raises_without_hanging(warehouse, monkeypatch):
+    monkeypatch.setattr(pgcopy, "CHUNK_ROWS", 5)
+    bad = pd.DataFrame({"i": ["not a number"] * 50000, "s": "x", "d": dt.date(2008, 1, 1),
+                        "b": True})
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute(DDL)
+        with pytest.raises(psycopg2.DataError):
+            pgcopy.copy_frame(cur, "t", bad)
