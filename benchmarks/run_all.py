@@ -8,6 +8,7 @@ collect ``benchmarks/results/*.json`` into ``benchmarks/RESULTS.md``.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -17,6 +18,13 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 
+# The scale benchmark runs at three sizes, and twice at the largest: parallelism 1 and 2.
+SCALE_RUNS = [["--members", "10000", "--parallelism", "2"],
+              ["--members", "30000", "--parallelism", "2"],
+              ["--members", "113000", "--parallelism", "1"],
+              ["--members", "113000", "--parallelism", "2"]]
+
+
 def benchmarks() -> list[str]:
     return sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
 
@@ -24,11 +32,13 @@ def benchmarks() -> list[str]:
 def run(names: list[str]) -> dict[str, int]:
     codes = {}
     for name in names:
-        t0 = time.time()
-        print(f"== {name}", flush=True)
-        codes[name] = subprocess.call([sys.executable, "-m", f"benchmarks.bench_{name}"],
-                                      cwd=HERE.parent)
-        print(f"== {name}: exit {codes[name]} in {time.time() - t0:.0f} s", flush=True)
+        for args in SCALE_RUNS if name == "release_scale" else [[]]:
+            label = " ".join([name, *args])
+            t0 = time.time()
+            print(f"== {label}", flush=True)
+            codes[label] = subprocess.call([sys.executable, "-m", f"benchmarks.bench_{name}",
+                                            *args], cwd=HERE.parent)
+            print(f"== {label}: exit {codes[label]} in {time.time() - t0:.0f} s", flush=True)
     return codes
 
 
@@ -59,6 +69,7 @@ def collect() -> Path:
              "Written by `make bench` (benchmarks/run_all.py) from benchmarks/results/*.json; "
              "each benchmark ran in its own process. Peak memory is the resident set of the "
              "process tree, sampled every 50 ms.", ""]
+    lines += scale_summary({r["name"]: r for r in records})
     for r in records:
         m = r.get("machine", {})
         lines += [f"## {r['name']}", "",
@@ -75,6 +86,66 @@ def collect() -> Path:
         lines.append("")
     out = HERE / "RESULTS.md"
     out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+PARTITIONED = ("screen", "disassociation_disassociate")
+SIZES = (("10k", 10_000), ("30k", 30_000), ("113k", 113_000))
+
+
+def scale_summary(by_name: dict) -> list[str]:
+    """Issue #7's figures from the release_scale runs, as tables."""
+    runs = {label: by_name.get(f"release_scale_{label}_p2") for label, _ in SIZES}
+    if not any(runs.values()):
+        return []
+    out = ["## Scale summary (issue #7): disassociation release k=5 m=2, LocalExecutor", "",
+           "Stage seconds are the span from the first start to the last end of the stage's "
+           "task instances (mapped stages: all batches), from Airflow's task records; memory is "
+           "the largest resident set of one task process (with its children).", ""]
+    out += _growth(runs)
+    one, two = by_name.get("release_scale_113k_p1"), by_name.get("release_scale_113k_p2")
+    if one and two:
+        out += _speedup(one["figures"], two["figures"])
+    return out
+
+
+def _growth(runs: dict) -> list[str]:
+    present = [(label, n) for label, n in SIZES if runs.get(label)]
+    stages = sorted({s for label, _ in present for s in runs[label]["figures"]["stages"]})
+    head = "| stage | " + " | ".join(f"{label} s" for label, _ in present)
+    out = [head + " | growth 10k->113k | n log n growth |",
+           "|---" * (len(present) + 3) + "|"]
+    first, last = present[0], present[-1]
+    nlogn = last[1] * math.log(last[1]) / (first[1] * math.log(first[1]))
+    for stage in stages:
+        secs = [runs[label]["figures"]["stages"].get(stage, {}).get("span_seconds")
+                for label, _ in present]
+        growth = secs[-1] / secs[0] if secs[0] and secs[-1] else None
+        out.append(f"| {stage} | " + " | ".join(_fmt(x) for x in secs)
+                   + f" | {_fmt(growth)} | {nlogn:.3g} |")
+    for label, _ in present:
+        f = runs[label]["figures"]
+        out.append("")
+        out.append(f"- {label}: run wall **{f['run_wall_seconds']} s**, largest task "
+                   f"**{f['max_task_peak_mb']} MB**, extract/plain COPY "
+                   f"{_fmt((f.get('extract') or {}).get('ratio_to_plain_copy'))}, load/plain "
+                   f"COPY {_fmt((f.get('load') or {}).get('ratio_to_plain_copy'))}")
+    return out + [""]
+
+
+def _speedup(one: dict, two: dict) -> list[str]:
+    out = ["| partitioned stage at 113k | parallelism 1 s | parallelism 2 s | speed-up |",
+           "|---|---|---|---|"]
+    for stage in PARTITIONED:
+        a = one["stages"].get(stage, {}).get("span_seconds")
+        b = two["stages"].get(stage, {}).get("span_seconds")
+        out.append(f"| {stage} ({two['stages'].get(stage, {}).get('instances')} tasks) | "
+                   f"{_fmt(a)} | {_fmt(b)} | {_fmt(a / b if a and b else None)} |")
+    same = one.get("fingerprints", {}).get("all") == two.get("fingerprints", {}).get("all")
+    out += ["", f"- whole run: {one['run_wall_seconds']} s at parallelism 1, "
+            f"{two['run_wall_seconds']} s at parallelism 2; release identical: "
+            f"**{'yes' if same else 'NO'}** (fingerprint "
+            f"{two.get('fingerprints', {}).get('all')})", ""]
     return out
 
 

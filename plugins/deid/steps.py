@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +18,7 @@ import pandas as pd
 
 from deid import extract as extract_mod
 from deid import load as load_mod
-from deid import screening, staging, validation
-from deid import methods
+from deid import methods, screening, staging, validation
 from deid.methods import METHODS
 from deid.warehouse import ensure_schemas
 
@@ -60,7 +60,9 @@ def prepare(run: Run) -> dict:
 
 
 def extract(run: Run, scope: str = "TRUE") -> dict:
+    t0 = time.perf_counter()
     stats = extract_mod.extract_to_parquet(run.path("claims.parquet"), scope)
+    stats["seconds"] = round(time.perf_counter() - t0, 3)
     if stats["rows"] == 0:
         raise ValidationFailed("the release's scope selects no claims: nothing to release")
     return stats
@@ -200,7 +202,9 @@ def load(run: Run, method: str, params: dict, token_key: str, table: str,
     """Build every release table, then swap them in with the audit row."""
     module = METHODS[method]
     frames = module.release_tables(run, params, token_key)
+    t0 = time.perf_counter()
     built = load_mod.build_all(run.release, run.run_id, table, frames)
+    copy_seconds = time.perf_counter() - t0
     restricted = {**methods.restricted(method, run, params, token_key),
                   "policy": run.read_json("policy.json")}
     rows = sum(len(f) for f in frames.values())
@@ -213,7 +217,8 @@ def load(run: Run, method: str, params: dict, token_key: str, table: str,
                   {**audit, "output_rows": rows, "policy_versions": versions,
                    "metrics": {**audit.get("metrics", {}), method: figures},
                    "verdicts": verdicts, "risk_after": risk_after(verdicts, figures)})
-    return {"tables": sorted(built.values()), "rows": rows}
+    return {"tables": sorted(built.values()), "rows": rows,
+            "copy_seconds": round(copy_seconds, 3)}
 
 
 RISK_KEYS = ("dis", "risk", "below_k", "uniquely", "constraints_satisfied", "unsatisfied")

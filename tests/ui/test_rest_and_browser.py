@@ -4,7 +4,6 @@ then the Releases view in headless Chromium, with a screenshot kept."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -23,27 +22,9 @@ def rest_run(airflow_server, warehouse):
 
     load_synthetic(n_members=300, seed=5, replace=True)  # whatever earlier tests left
     token = airflow_server.token()
-    deadline = time.time() + 120
-    while True:  # the DAG processor must have parsed the release files
-        try:
-            airflow_server.api("GET", f"/api/v2/dags/{DAG}", token=token)
-            break
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(3)
-    airflow_server.api("PATCH", f"/api/v2/dags/{DAG}", {"is_paused": False}, token=token)
-    run = airflow_server.api("POST", f"/api/v2/dags/{DAG}/dagRuns",
-                             {"logical_date": None, "conf": CONF}, token=token)
-    run_id = run["dag_run_id"]
-    deadline = time.time() + 600
-    while time.time() < deadline:
-        state = airflow_server.api("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}",
-                                   token=token)["state"]
-        if state in ("success", "failed"):
-            return run_id, state
-        time.sleep(3)
-    raise AssertionError(f"run {run_id} did not finish in 10 minutes (state {state})")
+    airflow_server.wait_for_dag(DAG, token)
+    run_id = airflow_server.trigger(DAG, CONF, token)
+    return run_id, airflow_server.wait_for_run(DAG, run_id, timeout=600)["state"]
 
 
 def test_rest_triggered_run_loads_and_audits(rest_run, warehouse):

@@ -1,0 +1,300 @@
+"""Scale benchmark (issue #7): a disassociation release (k=5, m=2) end to end on
+the synthetic warehouse, run by a real Airflow (``airflow standalone``,
+LocalExecutor) with a given parallelism.
+
+``python -m benchmarks.bench_release_scale --members 113000 --parallelism 2``
+
+- The embedded warehouse under ``var/bench_scale`` is filled with the seeded
+  generator (``anonymizers.synthetic``) at ``--members`` members, unless it
+  already holds exactly that many.
+- Baselines first, with nothing else running: plain ``COPY (extract query)
+  TO`` a file, and plain ``COPY FROM`` a file of the release's rows (after
+  the run) into tables of the same shape.
+- The release file (extract -> HHP screening per member range -> PPE ->
+  HORPART plan -> VERPART/refining per batch -> combine -> measure ->
+  validate -> report -> load) is triggered through the REST API; a sampler
+  reads the resident memory of every task process (Airflow titles them
+  ``airflow worker -- <task instance id>``) and its children every 0.2 s.
+- Figures: the run's wall time, each task's duration and peak memory, each
+  stage's span (first start to last end of its mapped tasks), extract and
+  load throughput against the baselines, and a fingerprint of every release
+  table (to show that runs with different parallelism release the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from benchmarks.harness import run_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+HOME = ROOT / "var" / "bench_scale"
+RELEASE = "scale_disassociation"
+DAG = f"deid_{RELEASE}"
+BLOCKS = ("clusters", "record_chunks", "item_chunks", "shared_chunks", "shared_chunk_clusters")
+RELEASE_FILE = f"""name: {RELEASE}
+version: 1
+description: Scale benchmark (issue 7) - disassociation k=5 m=2 after HHP screening.
+schedule: null
+scope: "TRUE"
+screening_policy: hhp-2012-v1
+method: disassociation
+params:
+  k: 5
+  m: 2
+  seed: 7007
+  utility_policy: icd9-level-1
+thresholds: {{}}
+destination:
+  table: {RELEASE}
+"""
+
+
+def setup_environment() -> None:
+    """The project's DAGs and plugins, and a warehouse and releases of the benchmark's own."""
+    if str(ROOT / "plugins") not in sys.path:
+        sys.path.insert(0, str(ROOT / "plugins"))
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "plugins")])
+    os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(ROOT / "dags"))
+    os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "plugins"))
+    os.environ["DEID_VAR_DIR"] = str(HOME)
+    releases = HOME / "releases"
+    releases.mkdir(parents=True, exist_ok=True)
+    (releases / f"{RELEASE}.yaml").write_text(RELEASE_FILE)
+    os.environ["DEID_RELEASES_DIR"] = str(releases)
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+
+
+def ensure_warehouse(members: int, seed: int) -> dict:
+    """Fill the source tables with ``members`` generated members (if needed)."""
+    from deid.demo_data import load_synthetic, source_counts
+    from deid.warehouse import ensure_schemas
+
+    ensure_schemas()
+    counts = source_counts()
+    if counts["beneficiary_summary"] == 3 * members:  # one summary row per year
+        return {"loaded_now": False, **counts}
+    t0 = time.perf_counter()
+    counts = load_synthetic(members, seed, replace=True)
+    from deid.warehouse import connect
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute("ANALYZE")
+    return {"loaded_now": True, "load_seconds": round(time.perf_counter() - t0, 1), **counts}
+
+
+def plain_copy_out() -> dict:
+    """``COPY (extract query) TO STDOUT`` into a file: the extract's baseline."""
+    from deid.extract import extract_query
+    from deid.warehouse import connect
+
+    path = HOME / "plain_extract.csv"
+    t0 = time.perf_counter()
+    with connect() as conn, conn.cursor() as cur, open(path, "w") as f:
+        cur.copy_expert(f"COPY ({extract_query()}) TO STDOUT WITH (FORMAT csv)", f)
+    seconds = time.perf_counter() - t0
+    with open(path, "rb") as f:
+        rows = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
+    path.unlink()
+    return {"rows": rows, "seconds": round(seconds, 2), "rows_per_s": round(rows / seconds)}
+
+
+def plain_copy_in() -> dict:
+    """The release's rows, written out, then ``COPY FROM`` a file into a table
+    of the same shape: the load's baseline."""
+    from deid.warehouse import connect
+
+    rows = seconds = 0.0
+    with connect() as conn, conn.cursor() as cur:
+        for block in BLOCKS:
+            path = HOME / f"plain_{block}.csv"
+            with open(path, "w") as f:
+                cur.copy_expert(f"COPY release.{RELEASE}_{block} TO STDOUT WITH (FORMAT csv)", f)
+            cur.execute(f"CREATE TEMP TABLE plain_{block} (LIKE release.{RELEASE}_{block})")
+            t0 = time.perf_counter()
+            with open(path) as f:
+                cur.copy_expert(f"COPY plain_{block} FROM STDIN WITH (FORMAT csv)", f)
+            seconds += time.perf_counter() - t0
+            cur.execute(f"SELECT count(*) FROM plain_{block}")
+            rows += cur.fetchone()[0]
+            path.unlink()
+        conn.rollback()
+    return {"rows": int(rows), "seconds": round(seconds, 2), "rows_per_s": round(rows / seconds)}
+
+
+def fingerprints() -> dict:
+    """md5 of each release table's rows in a canonical order."""
+    from deid.warehouse import connect
+
+    out = {}
+    with connect() as conn, conn.cursor() as cur:
+        for block in BLOCKS:
+            cur.execute(f"SELECT count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY "
+                        f"t::text), '')) FROM release.{RELEASE}_{block} t")
+            n, digest = cur.fetchone()
+            out[block] = f"{n} rows, md5 {digest}"
+    out["all"] = hashlib.sha256("".join(out.values()).encode()).hexdigest()[:16]
+    return out
+
+
+class TaskMemory(threading.Thread):
+    """Peak RSS (process and children) of every Airflow task process."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.peak: dict[str, int] = {}
+        self._halt = threading.Event()
+
+    def run(self):
+        import psutil
+
+        while not self._halt.is_set():
+            for p in psutil.process_iter(["cmdline"]):
+                title = " ".join(p.info["cmdline"] or [])
+                if not title.startswith("airflow worker -- "):
+                    continue
+                ti = title.split("-- ", 1)[1].split()[0]
+                try:
+                    rss = sum(q.memory_info().rss for q in [p, *p.children(recursive=True)])
+                except psutil.Error:
+                    continue
+                self.peak[ti] = max(self.peak.get(ti, 0), rss)
+            self._halt.wait(0.2)
+
+    def stop(self):
+        self._halt.set()
+        self.join()
+
+
+def airflow_run(parallelism: int, conf: dict) -> dict:
+    from deid.airflow_server import standalone
+
+    env = {"AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+           "AIRFLOW__CORE__PARALLELISM": str(parallelism),
+           "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+           "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
+           "AIRFLOW_VAR_DEID_TOKEN_KEY": "bench-key-not-secret"}
+    home = HOME / f"airflow_p{parallelism}"
+    memory = TaskMemory()
+    with standalone(home, env) as server:
+        token = server.token()
+        server.wait_for_dag(DAG, token)
+        memory.start()
+        try:
+            run_id = server.trigger(DAG, conf, token)
+            run = server.wait_for_run(DAG, run_id, timeout=3600)
+        finally:
+            memory.stop()
+        tis = server.api("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances"
+                         "?limit=1000")["task_instances"]
+        xcom = {t: _value(server.api("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}/"
+                                        f"taskInstances/{t}/xcomEntries/return_value"))
+                for t in ("extract", "load") if run["state"] == "success"}
+    return {"run": run, "tis": tis, "memory": memory.peak, "xcom": xcom}
+
+
+def _value(entry: dict):
+    value = entry["value"]
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _seconds(a: str, b: str) -> float:
+    from datetime import datetime
+
+    return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
+
+
+def stages(tis: list, memory: dict) -> dict:
+    """Per task id: instances, summed and spanned seconds, peak memory."""
+    out: dict = {}
+    for ti in tis:
+        if not ti.get("start_date") or not ti.get("end_date") or ti["state"] == "skipped":
+            continue
+        s = out.setdefault(ti["task_id"], {"instances": 0, "task_seconds": 0.0,
+                                           "start": ti["start_date"], "end": ti["end_date"],
+                                           "peak_mb": 0.0})
+        s["instances"] += 1
+        s["task_seconds"] += _seconds(ti["start_date"], ti["end_date"])
+        s["start"], s["end"] = min(s["start"], ti["start_date"]), max(s["end"], ti["end_date"])
+        s["peak_mb"] = max(s["peak_mb"], memory.get(ti["id"], 0) / 2**20)
+    for s in out.values():
+        s["span_seconds"] = round(_seconds(s.pop("start"), s.pop("end")), 1)
+        s["task_seconds"] = round(s["task_seconds"], 1)
+        s["peak_mb"] = round(s["peak_mb"])
+    return dict(sorted(out.items(), key=lambda kv: kv[1]["span_seconds"], reverse=True))
+
+
+def audit_figures() -> dict:
+    from deid.warehouse import connect
+
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT outcome, input_rows, output_rows, metrics, verdicts FROM "
+                    "audit.release_runs WHERE release_name = %s ORDER BY ended_at DESC LIMIT 1",
+                    (RELEASE,))
+        outcome, n_in, n_out, metrics, verdicts = cur.fetchone()
+    dis = metrics.get("disassociation", {})
+    return {"outcome": outcome, "input_rows": n_in, "output_rows": n_out,
+            "members_after_screening": dis.get("n_records"),
+            "members_removed_by_screening": (metrics.get("screen") or {}).get("members_removed"),
+            "privacy_constraints": (metrics.get("ppe") or {}).get("constraints"),
+            "clusters": dis.get("n_clusters"), "are_w2": dis.get("are_w2"),
+            "mre_share_in_-5_5": dis.get("mre_share_in_-5_5"),
+            "verdicts": {v["property"]: v["ok"] for v in verdicts["verdicts"]}}
+
+
+def measure(members: int, parallelism: int, conf: dict, seed: int) -> dict:
+    warehouse = ensure_warehouse(members, seed)
+    copy_out = plain_copy_out()
+    result = airflow_run(parallelism, conf)
+    run = result["run"]
+    figures = {"warehouse": warehouse, "run_state": run["state"],
+               "run_wall_seconds": round(_seconds(run["start_date"], run["end_date"]), 1),
+               "stages": stages(result["tis"], result["memory"])}
+    figures["max_task_peak_mb"] = max(s["peak_mb"] for s in figures["stages"].values())
+    if run["state"] != "success":
+        return figures
+    extract, load = result["xcom"]["extract"], result["xcom"]["load"]
+    copy_in = plain_copy_in()
+    figures["extract"] = {"rows": extract["rows"], "seconds": extract["seconds"],
+                          "rows_per_s": round(extract["rows"] / extract["seconds"]),
+                          "plain_copy": copy_out,
+                          "ratio_to_plain_copy": round(copy_out["seconds"] / extract["seconds"]
+                                                       * extract["rows"] / copy_out["rows"], 3)}
+    figures["load"] = {"rows": load["rows"], "copy_seconds": load["copy_seconds"],
+                       "rows_per_s": round(load["rows"] / load["copy_seconds"]),
+                       "plain_copy": copy_in,
+                       "ratio_to_plain_copy": round(copy_in["seconds"] / load["copy_seconds"]
+                                                    * load["rows"] / copy_in["rows"], 3)}
+    figures["release"] = audit_figures()
+    figures["fingerprints"] = fingerprints()
+    return figures
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--members", type=int, default=113_000)
+    parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=1024, help="clusters per batch")
+    parser.add_argument("--screen-batch", type=int, default=20_000, help="members per range")
+    parser.add_argument("--seed", type=int, default=2008)
+    args = parser.parse_args(argv)
+    setup_environment()
+    conf = {"batch_size": args.batch_size, "screen_batch_members": args.screen_batch}
+    name = f"release_scale_{args.members // 1000}k_p{args.parallelism}"
+    record = run_benchmark(name, lambda: measure(args.members, args.parallelism, conf,
+                                                 args.seed),
+                           dataset=f"synthetic DE-SynPUF-shaped warehouse, {args.members} "
+                           f"members (seed {args.seed})", executor="LocalExecutor",
+                           parallelism=args.parallelism,
+                           params={"k": 5, "m": 2, **conf})
+    return 0 if record["figures"]["run_state"] == "success" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,44 @@
+"""The scale benchmark's bookkeeping: stage spans and peaks from task records,
+and the RESULTS.md summary (growth, speed-up, identical releases)."""
+
+from __future__ import annotations
+
+from benchmarks import run_all
+from benchmarks.bench_release_scale import stages
+
+
+def _ti(tid, task, start, end, state="success", map_index=-1):
+    return {"id": tid, "task_id": task, "map_index": map_index, "state": state,
+            "start_date": f"2026-11-26T00:00:{start:02d}+00:00",
+            "end_date": f"2026-11-26T00:00:{end:02d}+00:00"}
+
+
+def test_stages_span_mapped_instances_and_keep_the_largest_peak():
+    tis = [_ti("a", "screen", 0, 10, map_index=0), _ti("b", "screen", 2, 14, map_index=1),
+           _ti("c", "extract", 20, 25), _ti("d", "hhp_release", 0, 0, state="skipped")]
+    out = stages(tis, {"a": 100 * 2**20, "b": 300 * 2**20})
+    assert out["screen"] == {"instances": 2, "task_seconds": 22.0, "peak_mb": 300,
+                             "span_seconds": 14.0}
+    assert out["extract"]["peak_mb"] == 0 and "hhp_release" not in out
+
+
+def _record(stage_secs, wall, fingerprint):
+    return {"figures": {"run_wall_seconds": wall, "max_task_peak_mb": 900,
+                        "stages": {k: {"span_seconds": v, "instances": 6}
+                                   for k, v in stage_secs.items()},
+                        "extract": {"ratio_to_plain_copy": 0.9},
+                        "load": {"ratio_to_plain_copy": 1.0},
+                        "fingerprints": {"all": fingerprint}}}
+
+
+def test_summary_reports_growth_speedup_and_identity():
+    by_name = {"release_scale_10k_p2": _record({"screen": 5.0, "extract": 4.0}, 60, "x"),
+               "release_scale_113k_p2": _record({"screen": 30.0, "extract": 40.0}, 300, "f"),
+               "release_scale_113k_p1": _record({"screen": 57.0, "extract": 41.0}, 420, "f")}
+    text = "\n".join(run_all.scale_summary(by_name))
+    assert "| screen | 5 | 30 | 6 |" in text
+    assert "| screen (6 tasks) | 57 | 30 | 1.9 |" in text
+    assert "release identical: **yes**" in text
+    by_name["release_scale_113k_p1"]["figures"]["fingerprints"]["all"] = "g"
+    assert "release identical: **NO**" in "\n".join(run_all.scale_summary(by_name))
+    assert run_all.scale_summary({}) == []
