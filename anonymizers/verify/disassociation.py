@@ -502,8 +502,9 @@ def verify_disassociation_batches(records: pd.DataFrame, release, batches, k: in
     doc = release.to_json() if hasattr(release, "to_json") else release
     clusters = doc.get("clusters") if isinstance(doc, dict) else None
     shared = doc.get("shared_chunks", []) if isinstance(doc, dict) else None
-    if not batches or not isinstance(clusters, list) or not isinstance(shared, list):
-        # nothing released (fewer than k records) or not a release: check it whole
+    if not batches or not clusters or not isinstance(clusters, list) \
+            or not isinstance(shared, list):
+        # nothing released (fewer than k records?) or not a release: check it whole
         return verify_disassociation(records, doc, k, m, sensitive_codes, repeated_codes)
     bad = _check_tiling(records, clusters, shared, batches)
     if bad:

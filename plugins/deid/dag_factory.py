@@ -16,8 +16,12 @@ from __future__ import annotations
 import datetime as dt
 
 from deid import steps
-from deid.airflow_glue import (audit_base, current_run, no_retry_on_bad_data,
-                               on_task_failure)
+from deid.airflow_glue import (
+    audit_base,
+    current_run,
+    no_retry_on_bad_data,
+    on_task_failure,
+)
 from deid.methods import COMMON_PARAMS, METHODS, check_params, param_schemas
 from deid.releases import Release
 
@@ -82,13 +86,13 @@ def build_dag(release: Release):
         @no_retry_on_bad_data
         def screen_plan(params=None) -> list:
             return steps.screen_plan(current_run(release.name), release.screening_policy,
-                                     params["screen_batch_members"])
+                                     params["screen_batch_members"], params["scope"])
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
-        def screen(batch: dict, params=None) -> dict:
+        def screen(batch: dict) -> dict:
             return steps.screen_batch(current_run(release.name), release.screening_policy,
-                                      params["scope"], batch)
+                                      batch)
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data

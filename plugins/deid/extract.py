@@ -92,24 +92,28 @@ def _csv_to_parquet(csv, out: Path) -> dict:
 
 
 def _check_block(table: pa.Table, offset: int) -> tuple[pa.Table, int]:
-    df = table.to_pandas()
+    """Arrow compute over the block; pandas only to name the first bad row."""
     for field in ("patient_id", "claim_id", "service_date", "age_at_service"):
-        bad = df[field].isna().to_numpy()
-        if bad.any():
-            _fail(df, offset, bad, field, "empty value")
-    placeholder = df["code"].isin(CMS_PLACEHOLDERS).to_numpy()
-    bad_code = ~df["code"].str.match(ICD9_DX).to_numpy(dtype=bool) & ~placeholder
-    if bad_code.any():
-        _fail(df, offset, bad_code, "code", "not an ICD-9-CM diagnosis code")
-    if placeholder.any():
-        table = table.filter(pa.array(~placeholder))
-    return table, int(placeholder.sum())
+        bad = pc.is_null(table[field])
+        if pc.any(bad).as_py():
+            _fail(table, offset, bad, field, "empty value")
+    code = table["code"]
+    placeholder = pc.is_in(code, value_set=pa.array(sorted(CMS_PLACEHOLDERS)))
+    valid = pc.fill_null(pc.match_substring_regex(code, ICD9_DX.pattern), False)
+    bad_code = pc.and_(pc.invert(valid), pc.invert(placeholder))
+    if pc.any(bad_code).as_py():
+        _fail(table, offset, bad_code, "code", "not an ICD-9-CM diagnosis code")
+    n_placeholders = pc.sum(placeholder).as_py() or 0
+    if n_placeholders:
+        table = table.filter(pc.invert(placeholder))
+    return table, int(n_placeholders)
 
 
-def _fail(df, offset, bad: np.ndarray, field: str, problem: str):
+def _fail(table: pa.Table, offset, bad, field: str, problem: str):
     """Name the table, the extract row and the field; the message goes to task
     logs, so it carries no claim or patient id (the value alone, for codes)."""
-    i = int(bad.argmax())
+    df = table.to_pandas()
+    i = int(np.asarray(bad.to_numpy(zero_copy_only=False)).argmax())
     claim_type = str(df["claim_id"].iloc[i]).partition(":")[0]
     value = f": {df[field].iloc[i]!r}" if field == "code" else ""
     raise InputError(f"source.{claim_type}_claims", f"{problem}{value} (row of the extract)",
@@ -123,11 +127,16 @@ CLAIMS_SCHEMA = pa.schema([("member_id", pa.string()), ("claim_id", pa.string())
                           ("length_of_stay", pa.int32()), ("birth_date", pa.date32())])
 
 
-def extract_claims_table(out: Path, scope: str = "TRUE") -> dict:
-    """One row per claim for the HHP method (sql/extract_claims_hhp.sql), by COPY."""
+def claims_query(scope: str = "TRUE") -> str:
+    """sql/extract_claims_hhp.sql: one row per claim, for HHP screening and method."""
     if ";" in scope:
         raise InputError("release scope", "a scope filter must be one SQL expression (no ';')")
-    query = sql_text("extract_claims_hhp.sql").replace("{scope}", scope)
+    return sql_text("extract_claims_hhp.sql").replace("{scope}", scope)
+
+
+def extract_claims_table(out: Path, scope: str = "TRUE") -> dict:
+    """One row per claim for the HHP method (sql/extract_claims_hhp.sql), by COPY."""
+    query = claims_query(scope)
     csv_path = out.with_suffix(".csv")
     with connect() as conn, conn.cursor() as cur, open(csv_path, "w") as f:
         cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", f)

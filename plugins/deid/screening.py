@@ -4,10 +4,11 @@ A member's removal depends on that member's claims alone, so the members
 split into ranges that separate tasks screen:
 
 - ``plan``: the extract's member ids, sorted, cut into ranges of
-  ``batch_members``; the ranges stay in staging (ids never go to XCom).
-- ``batch``: COPY the per-claim table of one range (sql/extract_claims_hhp.sql
-  with the range added to the scope) and screen it; the removed members go
-  to staging.
+  ``batch_members``; one COPY of the per-claim table
+  (sql/extract_claims_hhp.sql), streamed, each block's rows appended to its
+  range's Parquet file.  Ids stay in staging (never in XCom).
+- ``batch``: screen one range's claims (no database work: the tasks of a
+  stage compete only for CPU); the removed members go to staging.
 - ``combine``: drop the removed members' rows from the extract, streaming
   it one row group at a time.
 
@@ -16,41 +17,64 @@ The removed set, and so the screened extract, is the same for any range size.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from deid import extract as extract_mod
+from deid.warehouse import connect
 
 PLAN = "screen_ranges.json"
 MAX_BATCHES = 1024  # Airflow's default max_map_length
 
 
-def plan(run, batch_members: int) -> list[dict]:
-    """Member ranges of about ``batch_members`` members; returns ``{"index": i}`` per range."""
+def plan(run, batch_members: int, scope: str = "TRUE") -> list[dict]:
+    """Member ranges of about ``batch_members`` members and each range's claims
+    in staging; returns ``{"index": i}`` per range."""
     ids = pq.read_table(run.path("claims.parquet"), columns=["patient_id"])["patient_id"]
     ids = pc.unique(ids).sort().to_pylist()
     size = max(batch_members, -(-len(ids) // MAX_BATCHES), 1)
     ranges = [(ids[i], ids[min(i + size, len(ids)) - 1]) for i in range(0, len(ids), size)]
     run.write_json(PLAN, ranges)
+    _split_claims(run, scope, [hi for _, hi in ranges])
     return [{"index": i} for i in range(len(ranges))]
 
 
-def range_scope(scope: str, lo: str, hi: str) -> str:
-    """The release scope restricted to member ids ``lo..hi`` (byte order, as Python sorts)."""
-    def literal(s: str) -> str:
-        return "'" + s.replace("'", "''") + "'"
-    return (f"({scope}) AND c.desynpuf_id COLLATE \"C\" >= {literal(lo)} "
-            f"AND c.desynpuf_id COLLATE \"C\" <= {literal(hi)}")
+def _split_claims(run, scope: str, highs: list[str]) -> None:
+    """COPY the per-claim table once; member ``m`` goes to the first range whose
+    last id is >= m (members after the last range are not in the extract)."""
+    query = extract_mod.claims_query(scope)
+    schema = extract_mod.CLAIMS_SCHEMA
+    bounds = np.array(highs, dtype=str)
+    writers = [pq.ParquetWriter(run.path(f"screen_claims.b{i}.parquet"), schema,
+                                compression="zstd") for i in range(len(highs))]
+    try:
+        with connect() as conn, conn.cursor() as cur, extract_mod.copy_out(
+                cur, f"COPY ({query}) TO STDOUT WITH (FORMAT csv)") as csv:
+            if not csv.peek(1):
+                return
+            reader = pacsv.open_csv(csv, read_options=pacsv.ReadOptions(
+                column_names=schema.names, block_size=extract_mod.BLOCK_BYTES),
+                convert_options=pacsv.ConvertOptions(column_types=schema,
+                                                     strings_can_be_null=False))
+            for block in reader:
+                member = np.asarray(block.column("member_id").to_numpy(zero_copy_only=False),
+                                    dtype=str)
+                where = np.searchsorted(bounds, member, side="left")
+                for i in np.unique(where[where < len(highs)]).tolist():
+                    writers[i].write_batch(block.filter(pa.array(where == i)))
+    finally:
+        for w in writers:
+            w.close()
 
 
-def batch(run, policy, scope: str, index: int) -> dict:
+def batch(run, policy, index: int) -> dict:
     """Screen the members of range ``index``; their removed ids go to staging."""
     from anonymizers.claims import screen as run_screen
 
-    lo, hi = run.read_json(PLAN)[index]
     claims_path = run.path(f"screen_claims.b{index}.parquet")
-    extract_mod.extract_claims_table(claims_path, range_scope(scope, lo, hi))
     per_claim = pq.read_table(claims_path).to_pandas()
     claims_path.unlink()
     result = run_screen(per_claim, policy, compare=False)

@@ -78,16 +78,17 @@ def _screening_policy(policy_version: str):
     return policy
 
 
-def screen_plan(run: Run, policy_version: str, batch_members: int) -> list[dict]:
+def screen_plan(run: Run, policy_version: str, batch_members: int,
+                scope: str = "TRUE") -> list[dict]:
     """HHP screening (seed 004 section 2) before any method, per member range:
-    the ranges (see ``deid.screening``), one ``{"index": i}`` each."""
+    the ranges and their claims (see ``deid.screening``), one ``{"index": i}`` each."""
     _screening_policy(policy_version)
-    return screening.plan(run, batch_members)
+    return screening.plan(run, batch_members, scope)
 
 
-def screen_batch(run: Run, policy_version: str, scope: str, batch: dict) -> dict:
+def screen_batch(run: Run, policy_version: str, batch: dict) -> dict:
     """Members of one range with a listed diagnosis or procedure."""
-    return screening.batch(run, _screening_policy(policy_version), scope, batch["index"])
+    return screening.batch(run, _screening_policy(policy_version), batch["index"])
 
 
 def screen_combine(run: Run, policy_version: str, n_batches: int) -> dict:
@@ -101,9 +102,9 @@ def screen_combine(run: Run, policy_version: str, n_batches: int) -> dict:
 def screen(run: Run, policy_version: str, scope: str = "TRUE",
            batch_members: int = 20_000) -> dict:
     """All of screening in this process (tests, scripts)."""
-    batches = screen_plan(run, policy_version, batch_members)
+    batches = screen_plan(run, policy_version, batch_members, scope)
     for b in batches:
-        screen_batch(run, policy_version, scope, b)
+        screen_batch(run, policy_version, b)
     return screen_combine(run, policy_version, len(batches))
 
 

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from deid.releases import ReleaseConfigError, load_all, load_release
 
 ROOT = Path(__file__).resolve().parents[2]

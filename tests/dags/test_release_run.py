@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from deid import staging
 from deid.demo_data import load_synthetic
 
@@ -209,9 +208,30 @@ def test_release_does_not_depend_on_batching(medco_dag, source_ids, warehouse):
     assert released[0] == released[1] and released[0][1]
 
 
+def test_disassociation_of_fewer_than_k_patients_releases_nothing(medco_dag, source_ids,
+                                                                  warehouse):
+    """No cluster: the mapped step still runs (one empty batch) and the empty
+    release is verified and loaded."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(
+        "deid_disassociation_diagnoses")
+    two = sorted(source_ids)[:2]
+    run = dag.test(run_conf={"k": 3, "m": 2, "scope": f"c.desynpuf_id IN ('{two[0]}', "
+                                                      f"'{two[1]}')"})
+    assert str(run.state).endswith("success"), run.state
+    assert _rows(warehouse, "disassociation_diagnoses_clusters") == []
+    (verdicts, metrics), = _query(warehouse, "SELECT verdicts, metrics FROM audit.release_runs "
+                                  "WHERE run_id = %s AND release_name = "
+                                  "'disassociation_diagnoses'", run.run_id)
+    assert all(v["ok"] for v in verdicts["verdicts"])
+    assert metrics["disassociation"]["suppressed_records"] == 2
+
+
 def test_screening_does_not_depend_on_member_ranges(medco_dag, medco_run, warehouse):
     before = _rows(warehouse, "medco_codes")
-    run = medco_dag.test(run_conf={**CONF, "screen_batch_members": 40})
+    # dag.test keeps an earlier run's conf in the DAG's params: set the scope again
+    run = medco_dag.test(run_conf={**CONF, "scope": "TRUE", "screen_batch_members": 40})
     assert str(run.state).endswith("success"), run.state
     ranges = [ti for ti in run.get_task_instances() if ti.task_id == "screen"]
     assert len(ranges) >= 4

@@ -5,7 +5,6 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-
 from deid import warehouse as wh
 
 pytestmark = pytest.mark.warehouse

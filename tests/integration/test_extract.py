@@ -6,11 +6,11 @@ import stat
 
 import pandas as pd
 import pytest
-
-from anonymizers.errors import InputError
 from deid import staging
 from deid.demo_data import load_synthetic
 from deid.extract import extract_to_parquet
+
+from anonymizers.errors import InputError
 
 pytestmark = pytest.mark.warehouse
 

@@ -11,7 +11,6 @@ import time
 import pandas as pd
 import psycopg2
 import pytest
-
 from deid import load
 
 pytestmark = pytest.mark.warehouse

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import psycopg2
 import pytest
-
 from deid import pgcopy
 
 pytestmark = pytest.mark.warehouse

@@ -30,12 +30,23 @@ def test_ranges_cover_every_member_once_and_respect_the_task_cap(monkeypatch):
     assert len(screening.plan(run, batch_members=1)) == 2
 
 
-def test_range_scope_selects_the_same_members_in_sql(warehouse):
-    ids = ["0A", "0a", "B'1", "b", "Z", "é"]
-    lo, hi = sorted(ids)[1], sorted(ids)[4]
-    scope = screening.range_scope("TRUE", lo, hi)
-    query = ("SELECT c.desynpuf_id FROM unnest(%s::text[]) AS c(desynpuf_id) "
-             f"WHERE {scope.replace('%', '%%')} ORDER BY c.desynpuf_id COLLATE \"C\"")
-    with warehouse.connect() as conn, conn.cursor() as cur:
-        cur.execute(query, (ids,))
-        assert [r[0] for r in cur.fetchall()] == sorted(ids)[1:5]
+def test_each_range_gets_all_the_claims_of_its_members(empty_source):
+    from deid.demo_data import load_synthetic
+    from deid.extract import extract_claims_table, extract_to_parquet
+
+    load_synthetic(n_members=150, seed=3)
+    run = Run("screen_ranges_test", "r2")
+    extract_to_parquet(run.path("claims.parquet"))
+    batches = screening.plan(run, batch_members=40)
+    ranges = run.read_json(screening.PLAN)
+    assert len(batches) == len(ranges) == 4
+    parts = [pd.read_parquet(run.path(f"screen_claims.b{i}.parquet")) for i in range(4)]
+    for (lo, hi), part in zip(ranges, parts):
+        assert part["member_id"].between(lo, hi).all() and len(part)
+    extract_claims_table(run.path("all.parquet"))
+    everything = pd.read_parquet(run.path("all.parquet"))
+    extracted = set(pd.read_parquet(run.path("claims.parquet"))["patient_id"])
+    expected = everything[everything["member_id"].isin(extracted)]
+    got = pd.concat(parts)
+    assert len(got) == len(expected)
+    assert sorted(got["claim_id"]) == sorted(expected["claim_id"])

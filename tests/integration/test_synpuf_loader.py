@@ -5,10 +5,10 @@ from __future__ import annotations
 import gzip
 
 import pytest
-
-from anonymizers.errors import InputError
 from deid.demo_data import source_counts
 from deid.synpuf_loader import load_files
+
+from anonymizers.errors import InputError
 
 pytestmark = pytest.mark.warehouse
 

@@ -71,7 +71,8 @@ def plan(run, params) -> list[dict]:
     config = _config(params, policy)
     p = make_plan(records, config)
     size = max(params["batch_size"], -(-p.n_clusters // MAX_BATCHES))
-    ranges = p.batches(size, config.refine_window)
+    # no cluster (fewer than k records): one empty batch, so the mapped step still runs
+    ranges = p.batches(size, config.refine_window) or [(0, 0)]
     p.rows.to_parquet(run.path("dis_plan.parquet"), index=False)
     for i, (lo, hi) in enumerate(ranges):
         rows = p.rows[(p.rows["cluster"] >= lo) & (p.rows["cluster"] < hi)]
@@ -101,7 +102,8 @@ def disassociate(run, params, batch) -> dict:
 
 def combine(run, params) -> dict:
     """The fragments into one release, its tables and metrics."""
-    from anonymizers.disassociation.batches import Fragment, Plan, combine as join
+    from anonymizers.disassociation.batches import Fragment, Plan
+    from anonymizers.disassociation.batches import combine as join
     from anonymizers.disassociation.release import Disassociated
 
     info = run.read_json("dis_batches.json")

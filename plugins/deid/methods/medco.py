@@ -28,7 +28,8 @@ def _patient_codes(run) -> pd.DataFrame:
 
 
 def cluster_codes(run, params) -> dict:
-    from anonymizers.dummies import ClusterConfig, cluster_codes as cluster
+    from anonymizers.dummies import ClusterConfig
+    from anonymizers.dummies import cluster_codes as cluster
 
     result = cluster(_patient_codes(run), ClusterConfig(
         min_anonymity_set=params["min_anonymity_set"], n_clusters=params["n_clusters"]))
