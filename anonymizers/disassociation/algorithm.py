@@ -14,9 +14,10 @@ Inputs the paper does not cover:
   allows (no record can be singled out of an empty release), and
   ``metrics["suppressed_records"]`` says how many were withheld.
 - Small clusters from HORPART are merged (see ``horpart.merge_small``).
-- Joint clusters stay within refine windows and every chunk has its own
-  seeded shuffle (see ``batches``), so the release is the same whether the
-  clusters are processed at once or in batches.
+- Joint clusters stay within refine windows, so the release is the same
+  whether the clusters are processed at once or in batches; subrecords are
+  sorted rather than shuffled with a seed (see ``batches``: a recorded seed
+  would let anyone undo the shuffle).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class DisassociationResult:
     item_chunk_occurrence_share (share of (record, code) pairs whose code went
     to an item chunk: their supports are hidden), codes_with_exact_support
     (codes in no item chunk), suppressed_records (all of them when the input
-    has fewer than k records), seed (the seed the shuffles used).
+    has fewer than k records).
     """
 
     release: Disassociated
@@ -70,6 +71,6 @@ def disassociate(records, config: DisassociationConfig) -> DisassociationResult:
         raise ParameterError("config", "must be a DisassociationConfig, got "
                              f"{type(config).__name__}")
     p = plan(records, config)
-    fragment = run_batch(records, p.rows, config, p.seed)
+    fragment = run_batch(records, p.rows, config, p.n_clusters)
     release, metrics = combine(p, [fragment], config)
     return DisassociationResult(release, metrics, config)

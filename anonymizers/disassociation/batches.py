@@ -7,9 +7,9 @@ The work splits in three:
   then ``merge_small``.  HORPART is a recursive split of the whole data set
   and stays in one process; it needs only the encoded records.  The plan is
   the cluster of every record and the record's place in its cluster.
-- ``run_batch(records, plan_rows, config, seed)``: VERPART (Fig. 9) on every
-  cluster of a batch, refining (Fig. 10) within the batch, and the shuffled
-  subrecords.  The batch's release is itself a disassociated release of the
+- ``run_batch(records, plan_rows, config, n_clusters)``: VERPART (Fig. 9)
+  on every cluster of a batch, refining (Fig. 10) within the batch, and the
+  chunks' subrecords.  The batch's release is itself a disassociated release of the
   batch's records.
 - ``combine(plan, fragments)``: the fragments side by side, shared chunks
   re-indexed to the release's clusters.
@@ -21,9 +21,15 @@ Results never depend on how the clusters were batched:
   are made of whole windows.  The paper gives no procedure for building
   joint clusters (Section 4, "Refining"); bounding them by a window is our
   choice, and it is what makes the work partitionable.
-- Every chunk is shuffled by a generator seeded from the release seed and
-  the chunk's place (cluster index; first cluster of a joint cluster), not
-  by one generator consumed in order.
+
+Subrecords are listed in sorted order, not shuffled (a deviation from
+Section 3.2, which permutes every chunk at random).  A seeded permutation
+can be recomputed by anyone who learns the seed, and the seed is recorded
+with every release: the permutations would then relink the subrecords of
+one record across chunks and undo the disassociation.  A sorted chunk's
+order is a function of its subrecords alone, so it says nothing about which
+record a subrecord came from (the purpose of the permutation), needs no
+secret, and does not depend on the batching.
 """
 
 from __future__ import annotations
@@ -38,8 +44,12 @@ from anonymizers.disassociation.horpart import horpart, merge_small
 from anonymizers.disassociation.prepare import prepare
 from anonymizers.disassociation.ragged import Part, concat, gather
 from anonymizers.disassociation.refine import refine
-from anonymizers.disassociation.release import (Cluster, Disassociated, RecordChunk,
-                                                SharedChunk)
+from anonymizers.disassociation.release import (
+    Cluster,
+    Disassociated,
+    RecordChunk,
+    SharedChunk,
+)
 from anonymizers.disassociation.verpart import verpart
 from anonymizers.errors import ParameterError
 
@@ -49,12 +59,10 @@ PLAN_COLUMNS = ["patient_id", "cluster", "position"]
 @dataclass(frozen=True)
 class Plan:
     """HORPART's clusters: ``rows`` has one row per record (patient_id,
-    cluster, position in the cluster), sorted by cluster then position.
-    ``seed`` is the release seed (drawn once when the config has none)."""
+    cluster, position in the cluster), sorted by cluster then position."""
 
     rows: pd.DataFrame
     n_clusters: int
-    seed: int
     metrics: dict
 
     def batches(self, batch_size: int, window: int) -> list[tuple[int, int]]:
@@ -80,15 +88,13 @@ def plan(records: pd.DataFrame, config: DisassociationConfig) -> Plan:
     """Prepare and HORPART all records (see the module docstring)."""
     prep = prepare(records, config.utility_policy, config.sensitive_codes,
                    config.repeated_codes)
-    seed = config.seed if config.seed is not None else \
-        int(np.random.SeedSequence().entropy % 2**31)
     matrix = prep.records.matrix
     n = matrix.shape[0]
     figures = {"n_records": int(n), "n_codes": int(prep.records.n_codes),
                "nnz": int(matrix.nnz), "merged_small_clusters": 0, "suppressed_records": 0}
     if n < config.k:  # see algorithm.py: nothing can be released
         return Plan(pd.DataFrame({c: pd.Series(dtype="int64") for c in PLAN_COLUMNS}), 0,
-                    seed, {**figures, "suppressed_records": int(n)})
+                    {**figures, "suppressed_records": int(n)})
     clusters = horpart(matrix, prep.constraint, ~prep.sensitive, config.max_cluster_size)
     clusters, merged = merge_small(clusters, config.k)
     sizes = np.array([c.n for c in clusters], dtype=np.int64)
@@ -96,21 +102,23 @@ def plan(records: pd.DataFrame, config: DisassociationConfig) -> Plan:
         "patient_id": prep.records.patients[np.concatenate([c.rows for c in clusters])],
         "cluster": np.repeat(np.arange(len(clusters)), sizes),
         "position": np.concatenate([np.arange(s) for s in sizes])})
-    return Plan(rows, len(clusters), seed, {**figures, "merged_small_clusters": int(merged)})
+    return Plan(rows, len(clusters), {**figures, "merged_small_clusters": int(merged)})
 
 
 def run_batch(records: pd.DataFrame, plan_rows: pd.DataFrame,
-              config: DisassociationConfig, seed: int) -> Fragment:
-    """VERPART, refining and shuffling for the clusters of ``plan_rows`` (a
-    slice of ``Plan.rows`` made of whole refine windows); ``records`` must
-    hold the rows of those patients (it may hold others: they are ignored)."""
+              config: DisassociationConfig, n_clusters: int) -> Fragment:
+    """VERPART and refining for the clusters of ``plan_rows``, a slice of
+    ``Plan.rows`` made of whole refine windows (the last may end at the
+    plan's ``n_clusters``); ``records`` must hold the rows of those patients
+    (it may hold others: they are ignored)."""
     plan_rows = plan_rows.sort_values(["cluster", "position"], ignore_index=True)
     if plan_rows.empty:
         return Fragment(0, Disassociated(config.k, config.m, ()), _figures([], [], [], {}))
-    first = int(plan_rows["cluster"].iloc[0])
-    if first % config.refine_window:
-        raise ParameterError("plan_rows", f"a batch must start at a refine window "
-                             f"(cluster {first} is not a multiple of {config.refine_window})")
+    first, stop = int(plan_rows["cluster"].iloc[0]), int(plan_rows["cluster"].iloc[-1]) + 1
+    w = config.refine_window
+    if first % w or (stop % w and stop != n_clusters):
+        raise ParameterError("plan_rows", f"a batch must be whole refine windows of {w} "
+                             f"clusters; got clusters {first}..{stop - 1} of {n_clusters}")
     mine = records[records["patient_id"].isin(plan_rows["patient_id"])]
     prep = prepare(mine, config.utility_policy, config.sensitive_codes, config.repeated_codes)
     where = pd.Index(prep.records.patients).get_indexer(plan_rows["patient_id"])
@@ -124,7 +132,7 @@ def run_batch(records: pd.DataFrame, plan_rows: pd.DataFrame,
     shared: list = []
     if config.refine:
         parts, shared = _refine_windows(clusters, parts, first, config, prep)
-    release = _release(prep.records.codes, clusters, parts, shared, config, seed, first)
+    release = _release(prep.records.codes, clusters, parts, shared, config)
     return Fragment(first, release, _figures(clusters, parts, shared, prep))
 
 
@@ -140,35 +148,30 @@ def _refine_windows(clusters, parts, first, config, prep):
     return out_parts, out_shared
 
 
-def _release(vocab, clusters: list[Part], parts, shared, config, seed: int,
-             first: int) -> Disassociated:
+def _release(vocab, clusters: list[Part], parts, shared, config) -> Disassociated:
     """The fragment; shared chunks name clusters by their index in the fragment."""
     out = []
-    for i, (cluster, part) in enumerate(zip(clusters, parts)):
-        rng = np.random.default_rng([seed, 0, first + i])
-        chunks = tuple(RecordChunk(tuple(vocab[c].tolist()), _subrecords(cluster, c, vocab, rng))
+    for cluster, part in zip(clusters, parts):
+        chunks = tuple(RecordChunk(tuple(vocab[c].tolist()), _subrecords(cluster, c, vocab))
                        for c in part.chunks)
         out.append(Cluster(cluster.n, chunks, tuple(vocab[np.sort(part.item)].tolist())))
-    shared_out, nth = [], {}
+    shared_out = []
     for members, codes in shared:
-        j = nth[members] = nth.get(members, -1) + 1  # j-th shared chunk of this joint cluster
-        rng = np.random.default_rng([seed, 1, first + members[0], j])
         joined = concat([clusters[i] for i in members])
         shared_out.append(SharedChunk(tuple(members), tuple(vocab[codes].tolist()),
-                                      _subrecords(joined, codes, vocab, rng)))
+                                      _subrecords(joined, codes, vocab)))
     return Disassociated(config.k, config.m, tuple(out), tuple(shared_out))
 
 
-def _subrecords(part: Part, codes: np.ndarray, vocab: np.ndarray,
-                rng: np.random.Generator) -> tuple[tuple[str, ...], ...]:
-    """Every record of ``part`` projected on ``codes``, in a random order."""
+def _subrecords(part: Part, codes: np.ndarray, vocab: np.ndarray) -> tuple[tuple[str, ...], ...]:
+    """Every record of ``part`` projected on ``codes``, in sorted order (see
+    the module docstring: the order must not tell records apart)."""
     keep = np.zeros(len(vocab), dtype=bool)
     keep[codes] = True
     proj = part.only(keep)
     bounds = np.searchsorted(proj.pos, np.arange(part.n + 1))
     names = vocab[proj.codes].tolist()
-    rows = [tuple(names[bounds[r]:bounds[r + 1]]) for r in range(part.n)]
-    return tuple(rows[i] for i in rng.permutation(part.n))
+    return tuple(sorted(tuple(names[bounds[r]:bounds[r + 1]]) for r in range(part.n)))
 
 
 def _figures(clusters, parts, shared, prep) -> dict:
@@ -222,5 +225,4 @@ def _metrics(plan_: Plan, fragments: list[Fragment]) -> dict:
             if m["nnz"] and released else 0.0,
         "codes_with_exact_support": m["n_codes"] - len(item_codes) if released else 0,
         "suppressed_records": m["suppressed_records"],
-        "seed": plan_.seed,
     }

@@ -45,9 +45,10 @@ class DisassociationConfig:
         clusters (HORPART order), so that the work can be split into batches
         of whole windows without changing the result (see ``batches``).
     seed : int or None, default None
-        Seed of the ``numpy.random.Generator`` that shuffles the subrecords of
-        every chunk (Section 3.2).  ``None`` draws fresh entropy from the
-        operating system (not reproducible).
+        Accepted for callers that pass one; the release does not use it.
+        Section 3.2 shuffles every chunk at random; a seeded shuffle could be
+        replayed by anyone who learns the (recorded) seed, so chunks list their
+        subrecords in sorted order instead (see ``batches``).
     repeated_codes : bool, default False
         Section 7.1: read the input as multisets; the i-th occurrence of a
         code in a record becomes the distinct code ``"<code>#<i>"`` (in the

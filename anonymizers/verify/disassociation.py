@@ -530,9 +530,10 @@ def _check_tiling(records: pd.DataFrame, clusters: list, shared: list, batches) 
     bad = []
     expected = 0
     for first, stop, _ in batches:
-        if first != expected or stop < first:
+        if first != expected or stop <= first:
             bad.append(f"batch cluster ranges do not tile the clusters: got {first}..{stop - 1}"
-                       f" where cluster {expected} was next")
+                       f" where cluster {expected} was next (a batch with no cluster "
+                       "cannot hold records)")
         expected = stop
     if expected != len(clusters):
         bad.append(f"the batches cover {expected} clusters, the release has {len(clusters)}")

@@ -16,7 +16,6 @@ import pyarrow.csv as pacsv
 
 CHUNK_ROWS = 100_000
 WRITE = pacsv.WriteOptions(include_header=False)
-_QUOTE_NONNUMERIC = 2  # csv.QUOTE_NONNUMERIC: strings quoted, so "" is not NULL
 
 
 def copy_frame(cur, table: str, frame: pd.DataFrame) -> None:
@@ -55,8 +54,7 @@ def _write_csv(chunk: pd.DataFrame, out) -> None:
     try:
         table = pa.Table.from_pandas(chunk, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError):
-        # columns Arrow cannot type (mixed objects): pandas renders them, NULL unquoted
-        out.write(chunk.to_csv(index=False, header=False, na_rep="",
-                               quoting=_QUOTE_NONNUMERIC).encode())
-        return
+        # object columns Arrow cannot type (mixed values): as text, missing values kept
+        text = {c: "string" for c in chunk.columns if chunk[c].dtype == object}
+        table = pa.Table.from_pandas(chunk.astype(text), preserve_index=False)
     pacsv.write_csv(table, out, WRITE)

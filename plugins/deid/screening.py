@@ -74,20 +74,20 @@ def batch(run, policy, index: int) -> dict:
     """Screen the members of range ``index``; their removed ids go to staging."""
     from anonymizers.claims import screen as run_screen
 
-    claims_path = run.path(f"screen_claims.b{index}.parquet")
-    per_claim = pq.read_table(claims_path).to_pandas()
-    claims_path.unlink()
+    per_claim = pq.read_table(run.path(f"screen_claims.b{index}.parquet")).to_pandas()
     result = run_screen(per_claim, policy, compare=False)
-    removed = result.removed_members[["member_id"]]
-    removed.to_parquet(run.path(f"screen_removed.b{index}.parquet"), index=False)
+    removed = pa.array(result.removed_members["member_id"].astype(str).tolist(), pa.string())
+    # inputs stay until the run's cleanup, so that a retried task finds them
+    pq.write_table(pa.table({"member_id": removed}),
+                   run.path(f"screen_removed.b{index}.parquet"))
     return {"index": index, "claims": len(per_claim), "members_removed": len(removed)}
 
 
 def combine(run, n_batches: int) -> dict:
     """Drop the rows of every removed member from the extract."""
-    removed = pa.concat_arrays([
+    removed = pa.concat_arrays([pa.array([], pa.string())] + [
         pq.read_table(run.path(f"screen_removed.b{i}.parquet"))["member_id"].combine_chunks()
-        for i in range(n_batches)]) if n_batches else pa.array([], pa.string())
+        .cast(pa.string()) for i in range(n_batches)])
     source = pq.ParquetFile(run.path("claims.parquet"))
     out_path = run.path("claims.screened.parquet")
     rows = kept = 0
@@ -99,7 +99,5 @@ def combine(run, n_batches: int) -> dict:
             rows += source.metadata.row_group(group).num_rows
             kept += table.num_rows
             writer.write_table(table)
-    out_path.replace(run.path("claims.parquet"))
-    for i in range(n_batches):
-        run.path(f"screen_removed.b{i}.parquet").unlink()
+    out_path.replace(run.path("claims.parquet"))  # filtering again on a retry changes nothing
     return {"members_removed": len(removed), "rows_removed": rows - kept, "rows_kept": kept}

@@ -6,13 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from test_disassociation_properties import cases, long
 
 from anonymizers.disassociation import DisassociationConfig, disassociate
 from anonymizers.disassociation.batches import combine, plan, run_batch
 from anonymizers.errors import ParameterError
-from anonymizers.verify.disassociation import verify_disassociation, verify_disassociation_batches
-from test_disassociation_properties import cases, long
+from anonymizers.verify.disassociation import (
+    verify_disassociation,
+    verify_disassociation_batches,
+)
 
 
 def batched(data: pd.DataFrame, cfg: DisassociationConfig, batch_size: int):
@@ -21,7 +25,7 @@ def batched(data: pd.DataFrame, cfg: DisassociationConfig, batch_size: int):
     for lo, hi in reversed(p.batches(batch_size, cfg.refine_window)):  # any order
         rows = p.rows[(p.rows["cluster"] >= lo) & (p.rows["cluster"] < hi)]
         mine = data[data["patient_id"].isin(rows["patient_id"])]
-        fragments.append(run_batch(mine, rows, cfg, p.seed))
+        fragments.append(run_batch(mine, rows, cfg, p.n_clusters))
     return combine(p, fragments, cfg)
 
 
@@ -70,8 +74,8 @@ def test_batches_are_whole_refine_windows():
     assert ranges[-1][1] == p.n_clusters
     lo, hi = 4, 12  # not on a window boundary
     rows = p.rows[(p.rows["cluster"] >= lo) & (p.rows["cluster"] < hi)]
-    with pytest.raises(ParameterError, match="refine window"):
-        run_batch(data, rows, cfg, p.seed)
+    with pytest.raises(ParameterError, match="whole refine windows"):
+        run_batch(data, rows, cfg, p.n_clusters)
 
 
 def test_combine_refuses_missing_batches():
@@ -81,14 +85,16 @@ def test_combine_refuses_missing_batches():
     (lo, hi), *_ = p.batches(4, 4)
     rows = p.rows[(p.rows["cluster"] >= lo) & (p.rows["cluster"] < hi)]
     with pytest.raises(ParameterError, match="clusters"):
-        combine(p, [run_batch(data, rows, cfg, p.seed)], cfg)
+        combine(p, [run_batch(data, rows, cfg, p.n_clusters)], cfg)
 
 
-def test_a_seedless_config_records_the_seed_it_drew():
-    data = synthetic(200, 4)
-    result = disassociate(data, DisassociationConfig(5, 2))
-    again = disassociate(data, DisassociationConfig(5, 2, seed=result.metrics["seed"]))
-    assert again.to_json() == result.to_json()
+def test_a_batch_must_end_on_a_window_boundary():
+    data = synthetic(500, 4)
+    cfg = DisassociationConfig(5, 2, refine_window=8, seed=0)
+    p = plan(data, cfg)
+    rows = p.rows[p.rows["cluster"] < 12]  # ends inside the second window
+    with pytest.raises(ParameterError, match="whole refine windows"):
+        run_batch(data, rows, cfg, p.n_clusters)
 
 
 def claimed_batches(p, ranges):
@@ -124,6 +130,9 @@ def test_batch_verifier_checks_the_claimed_split():
     assert "two batches" in " ".join(verify_disassociation_batches(data, doc, twice).violations)
     gap = [(lo0, hi0, pat0), *rest]
     assert not verify_disassociation_batches(data, doc, gap).ok
+    # an empty range may not claim patients (it would hide up to k-1 of them)
+    hidden = [(lo0, hi0, pat0[2:]), (hi0, hi0, pat0[:2]), (lo1, hi1, pat1), *rest]
+    assert "no cluster" in " ".join(verify_disassociation_batches(data, doc, hidden).violations)
     lost = [(lo0, hi0, pat0[1:]), (lo1, hi1, pat1), *rest]
     assert not verify_disassociation_batches(data, doc, lost).ok
 

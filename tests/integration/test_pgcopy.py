@@ -76,3 +76,13 @@ def test_a_server_error_raises_without_hanging(warehouse, monkeypatch):
         cur.execute(DDL)
         with pytest.raises(psycopg2.DataError):
             pgcopy.copy_frame(cur, "t", bad)
+
+
+def test_mixed_object_columns_go_as_text_with_nulls_kept(warehouse):
+    frame = pd.DataFrame({"i": [1, 2, 3], "s": pd.Series([7, "x", None], dtype=object),
+                          "d": dt.date(2008, 1, 1), "b": True})
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute(DDL)
+        pgcopy.copy_frame(cur, "t", frame)
+        cur.execute("SELECT s FROM t ORDER BY i")
+        assert [r[0] for r in cur.fetchall()] == ["7", "x", None]

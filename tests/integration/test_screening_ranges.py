@@ -50,3 +50,17 @@ def test_each_range_gets_all_the_claims_of_its_members(empty_source):
     got = pd.concat(parts)
     assert len(got) == len(expected)
     assert sorted(got["claim_id"]) == sorted(expected["claim_id"])
+
+
+def test_combine_with_ranges_that_remove_nobody_and_is_safe_to_retry():
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run = Run("screen_ranges_test", "r3")
+    _claims(run, ["a", "b", "c", "d"])
+    for i, removed in enumerate([[], ["b"], []]):
+        pq.write_table(pa.table({"member_id": pa.array(removed, pa.string())}),
+                       run.path(f"screen_removed.b{i}.parquet"))
+    assert screening.combine(run, 3) == {"members_removed": 1, "rows_removed": 1, "rows_kept": 3}
+    assert screening.combine(run, 3)["rows_kept"] == 3  # a retry finds its inputs
+    assert sorted(pd.read_parquet(run.path("claims.parquet"))["patient_id"]) == ["a", "c", "d"]

@@ -79,7 +79,7 @@ def plan(run, params) -> list[dict]:
         rows.to_parquet(run.path(f"dis_plan.b{i}.parquet"), index=False)
         records[records["patient_id"].isin(rows["patient_id"])].to_parquet(
             run.path(f"dis_records.b{i}.parquet"), index=False)
-    run.write_json("dis_batches.json", {"seed": p.seed, "ranges": ranges, "policy": policy,
+    run.write_json("dis_batches.json", {"ranges": ranges, "policy": policy,
                                         "n_clusters": p.n_clusters, "metrics": p.metrics})
     return [{"index": i, "clusters": hi - lo} for i, (lo, hi) in enumerate(ranges)]
 
@@ -92,7 +92,7 @@ def disassociate(run, params, batch) -> dict:
     info = run.read_json("dis_batches.json")
     fragment = run_batch(pd.read_parquet(run.path(f"dis_records.b{i}.parquet")),
                          pd.read_parquet(run.path(f"dis_plan.b{i}.parquet")),
-                         _config(params, info["policy"]), info["seed"])
+                         _config(params, info["policy"]), info["n_clusters"])
     run.write_json(f"dis_fragment.b{i}.json", {"first": fragment.first,
                                                "release": fragment.release.to_json(),
                                                "figures": fragment.figures})
@@ -112,7 +112,7 @@ def combine(run, params) -> dict:
         doc = run.read_json(f"dis_fragment.b{i}.json")
         fragments.append(Fragment(doc["first"], Disassociated.from_json(doc["release"]),
                                   doc["figures"]))
-    p = Plan(pd.DataFrame(), info["n_clusters"], info["seed"], info["metrics"])
+    p = Plan(pd.DataFrame(), info["n_clusters"], info["metrics"])
     release, metrics = join(p, fragments, _config(params, info["policy"]))
     run.write_json("disassociated.json", release.to_json())
     for name, frame in release.tables().items():
