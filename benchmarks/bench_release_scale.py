@@ -14,7 +14,8 @@ LocalExecutor) with a given parallelism.
   HORPART plan -> VERPART/refining per batch -> combine -> measure ->
   validate -> report -> load) is triggered through the REST API; a sampler
   reads the resident memory of every task process (Airflow titles them
-  ``airflow worker -- <task instance id>``) and its children every 0.2 s.
+  ``airflow worker -- <task instance id>``) and its children every 0.5 s
+  (the whole process tree once a second: sampling costs CPU the tasks share).
 - Figures: the run's wall time, each task's duration and peak memory, each
   stage's span (first start to last end of its mapped tasks), extract and
   load throughput against the baselines, and a fingerprint of every release
@@ -165,7 +166,7 @@ class TaskMemory(threading.Thread):
                 except psutil.Error:
                     continue
                 self.peak[ti] = max(self.peak.get(ti, 0), rss)
-            self._halt.wait(0.2)
+            self._halt.wait(0.5)
 
     def stop(self):
         self._halt.set()
@@ -288,7 +289,7 @@ def main(argv=None) -> int:
     conf = {"batch_size": args.batch_size, "screen_batch_members": args.screen_batch}
     name = f"release_scale_{args.members // 1000}k_p{args.parallelism}"
     record = run_benchmark(name, lambda: measure(args.members, args.parallelism, conf,
-                                                 args.seed),
+                                                 args.seed), sample_interval=1.0,
                            dataset=f"synthetic DE-SynPUF-shaped warehouse, {args.members} "
                            f"members (seed {args.seed})", executor="LocalExecutor",
                            parallelism=args.parallelism,

@@ -68,7 +68,7 @@ def collect() -> Path:
     lines = ["# Benchmark results", "",
              "Written by `make bench` (benchmarks/run_all.py) from benchmarks/results/*.json; "
              "each benchmark ran in its own process. Peak memory is the resident set of the "
-             "process tree, sampled every 50 ms.", ""]
+             "process tree, sampled every 50 ms (every second for the scale runs).", ""]
     lines += scale_summary({r["name"]: r for r in records})
     for r in records:
         m = r.get("machine", {})
