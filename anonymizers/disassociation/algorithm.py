@@ -1,5 +1,5 @@
 """DISASSOCIATION (Loukides et al. 2014, Section 4, Fig. 6): HORPART, then
-VERPART on every cluster, then refining; the chunks' subrecords are shuffled.
+VERPART on every cluster, then refining; each chunk lists its subrecords sorted.
 
 ``disassociate(records, DisassociationConfig(k, m, ...))`` takes a long table
 ``patient_id, code`` and returns a ``DisassociationResult``.
