@@ -74,14 +74,10 @@ def _csv_to_parquet(csv, out: Path) -> dict:
     if not csv.peek(1):  # the scope selects nothing
         pq.write_table(SCHEMA.empty_table(), out, compression="zstd")
         return {"rows": 0, "patients": 0, "placeholder_codes_dropped": 0}
-    reader = pacsv.open_csv(
-        csv, read_options=pacsv.ReadOptions(column_names=SCHEMA.names,
-                                            block_size=BLOCK_BYTES),
-        convert_options=pacsv.ConvertOptions(column_types=SCHEMA, strings_can_be_null=True))
     rows = dropped = 0
     patients: set = set()
     with pq.ParquetWriter(out, SCHEMA, compression="zstd") as writer:
-        for batch in reader:
+        for batch in read_blocks(csv, SCHEMA, "the extract", strings_can_be_null=True):
             table = pa.Table.from_batches([batch])
             table, n_dropped = _check_block(table, rows)
             dropped += n_dropped
@@ -89,6 +85,21 @@ def _csv_to_parquet(csv, out: Path) -> dict:
             patients.update(pc.unique(table["patient_id"]).to_pylist())
             writer.write_table(table)
     return {"rows": rows, "patients": len(patients), "placeholder_codes_dropped": dropped}
+
+
+def read_blocks(source, schema: pa.Schema, what: str, strings_can_be_null: bool):
+    """Record batches of headerless CSV ``source`` typed by ``schema``.  A row
+    Arrow cannot parse stops the run without the row's text in the message
+    (it would carry patient ids into task logs)."""
+    try:
+        yield from pacsv.open_csv(source, read_options=pacsv.ReadOptions(
+            column_names=schema.names, block_size=BLOCK_BYTES),
+            convert_options=pacsv.ConvertOptions(column_types=schema,
+                                                 strings_can_be_null=strings_can_be_null))
+    except pa.ArrowInvalid as exc:
+        reason = str(exc).split(":", 1)[0]
+        raise InputError(what, f"the warehouse returned a row that does not fit the schema "
+                         f"({reason}; row content withheld)") from None
 
 
 def _check_block(table: pa.Table, offset: int) -> tuple[pa.Table, int]:
@@ -144,9 +155,9 @@ def extract_claims_table(out: Path, scope: str = "TRUE") -> dict:
         if csv_path.stat().st_size == 0:
             pq.write_table(CLAIMS_SCHEMA.empty_table(), out, compression="zstd")
             return {"claims": 0}
-        table = pacsv.read_csv(csv_path, read_options=pacsv.ReadOptions(
-            column_names=CLAIMS_SCHEMA.names), convert_options=pacsv.ConvertOptions(
-            column_types=CLAIMS_SCHEMA, strings_can_be_null=False))
+        table = pa.Table.from_batches(
+            list(read_blocks(csv_path, CLAIMS_SCHEMA, "the claims extract", False)),
+            schema=CLAIMS_SCHEMA)
         pq.write_table(table, out, compression="zstd")
         return {"claims": table.num_rows}
     finally:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from deid import extract as extract_mod
@@ -55,11 +54,7 @@ def _split_claims(run, scope: str, highs: list[str]) -> None:
                 cur, f"COPY ({query}) TO STDOUT WITH (FORMAT csv)") as csv:
             if not csv.peek(1):
                 return
-            reader = pacsv.open_csv(csv, read_options=pacsv.ReadOptions(
-                column_names=schema.names, block_size=extract_mod.BLOCK_BYTES),
-                convert_options=pacsv.ConvertOptions(column_types=schema,
-                                                     strings_can_be_null=False))
-            for block in reader:
+            for block in extract_mod.read_blocks(csv, schema, "the screening extract", False):
                 member = np.asarray(block.column("member_id").to_numpy(zero_copy_only=False),
                                     dtype=str)
                 where = np.searchsorted(bounds, member, side="left")

@@ -63,3 +63,18 @@ def test_staging_is_owner_only_and_removed(tmp_path):
     (path / "x").write_text("identifiable")
     assert staging.cleanup("medco_codes", "manual__2026-01-01T00:00:00+00:00")
     assert not path.exists()
+
+
+def test_an_unparsable_row_stops_without_its_content_in_the_message():
+    import io
+
+    from deid.extract import SCHEMA, read_blocks
+
+    bad = io.BufferedReader(io.BytesIO(b"P1,c1,2008-01-01,70,4019\nSECRETID,c2,not-a-date,70,4019\n"))
+    with pytest.raises(InputError) as err:
+        list(read_blocks(bad, SCHEMA, "the extract", True))
+    assert "SECRETID" not in str(err.value) and "does not fit the schema" in str(err.value)
+    short = io.BufferedReader(io.BytesIO(b"SECRETID,c1\n"))
+    with pytest.raises(InputError) as err:
+        list(read_blocks(short, SCHEMA, "the extract", True))
+    assert "SECRETID" not in str(err.value)
