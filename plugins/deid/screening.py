@@ -23,10 +23,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deid import extract as extract_mod
+from deid import staging
 from deid.warehouse import connect
 
 PLAN = "screen_ranges.json"
-MAX_BATCHES = 1024  # Airflow's default max_map_length
 
 
 def plan(run, batch_members: int, scope: str = "TRUE") -> list[dict]:
@@ -34,7 +34,7 @@ def plan(run, batch_members: int, scope: str = "TRUE") -> list[dict]:
     in staging; returns ``{"index": i}`` per range."""
     ids = pq.read_table(run.path("claims.parquet"), columns=["patient_id"])["patient_id"]
     ids = pc.unique(ids).sort().to_pylist()
-    size = max(batch_members, -(-len(ids) // MAX_BATCHES), 1)
+    size = staging.batch_size(batch_members, len(ids))
     ranges = [(ids[i], ids[min(i + size, len(ids)) - 1]) for i in range(0, len(ids), size)]
     run.write_json(PLAN, ranges)
     _split_claims(run, scope, [hi for _, hi in ranges])

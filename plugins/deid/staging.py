@@ -11,6 +11,13 @@ from pathlib import Path
 
 from deid.paths import staging_root
 
+MAX_MAPPED = 1024  # Airflow's default max_map_length: most tasks one mapped step may expand to
+
+
+def batch_size(requested: int, n_items: int) -> int:
+    """``requested``, enlarged when ``n_items`` would need more than MAX_MAPPED batches."""
+    return max(requested, -(-n_items // MAX_MAPPED), 1)
+
 
 def safe_name(run_id: str) -> str:
     """A folder name for a run id: readable prefix plus a hash (run ids hold ':' and '+')."""

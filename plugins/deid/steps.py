@@ -133,19 +133,6 @@ def method_step(run: Run, method: str, step: str, params: dict, batch: dict | No
     return fn(run, params) if batch is None else fn(run, params, batch)
 
 
-def run_method(run: Run, method: str, params: dict) -> None:
-    """Every step of ``method`` in this process, mapped steps batch after batch."""
-    module = METHODS[method]
-    outputs = {}
-    for step in module.STEPS:
-        source = getattr(module, "MAPPED", {}).get(step)
-        if source is None:
-            outputs[step] = method_step(run, method, step, params)
-        else:
-            for batch in outputs[source]:
-                method_step(run, method, step, params, batch)
-
-
 def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
     """GX gates on every release table, the verifiers' verdicts and the thresholds."""
     from anonymizers.verify.ppe import verify_policy

@@ -26,7 +26,7 @@ def test_ranges_cover_every_member_once_and_respect_the_task_cap(monkeypatch):
     flat = sorted(ids)
     covered = [i for lo, hi in ranges for i in flat if lo <= i <= hi]
     assert covered == flat
-    monkeypatch.setattr(screening, "MAX_BATCHES", 2)
+    monkeypatch.setattr(screening.staging, "MAX_MAPPED", 2)
     assert len(screening.plan(run, batch_members=1)) == 2
 
 

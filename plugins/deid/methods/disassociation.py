@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from anonymizers.errors import ParameterError
+from deid import staging
 from deid.methods.ugaclip import PARAMS as UGACLIP_PARAMS
 from deid.methods.ugaclip import utility_policy
 
@@ -36,7 +37,6 @@ PARAMS = {
 STEPS = ("plan", "disassociate", "combine", "measure")
 MAPPED = {"disassociate": "plan"}  # one task per batch the plan step returns
 BLOCKS = ("clusters", "record_chunks", "item_chunks", "shared_chunks", "shared_chunk_clusters")
-MAX_BATCHES = 1024  # Airflow's default max_map_length
 
 
 def _records(run) -> pd.DataFrame:
@@ -70,7 +70,7 @@ def plan(run, params) -> list[dict]:
     policy = _policy(params, records["code"].unique())
     config = _config(params, policy)
     p = make_plan(records, config)
-    size = max(params["batch_size"], -(-p.n_clusters // MAX_BATCHES))
+    size = staging.batch_size(params["batch_size"], p.n_clusters)
     # no cluster (fewer than k records): one empty batch, so the mapped step still runs
     ranges = p.batches(size, config.refine_window) or [(0, 0)]
     p.rows.to_parquet(run.path("dis_plan.parquet"), index=False)
