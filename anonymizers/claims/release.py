@@ -1,6 +1,13 @@
 """The HHP release: screen, encode, search the lattice, and publish the chosen
 node's truncated, generalized data with fresh member pseudonyms and DSFC
-instead of dates (El Emam et al. 2012, appendix sections 1-10)."""
+instead of dates (El Emam et al. 2012, appendix sections 1-10).
+
+Three steps, which a DAG runs as separate tasks: ``stage`` (screen and
+encode), ``search_parts`` (the lattice search, one or more parts of the
+lattice at a time: ``partition``), ``finish`` (the best node over every
+part, its truncation, generalization and record).  ``hhp_release`` runs them
+in one process; the release is the same either way.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +21,9 @@ from anonymizers.claims.adversary import eta_cap
 from anonymizers.claims.config import HHPConfig
 from anonymizers.claims.groupings import load_hierarchies
 from anonymizers.claims.inputs import normalize
-from anonymizers.claims.lattice import Lattice, build_lattice, search
+from anonymizers.claims.lattice import Lattice, build_lattice
 from anonymizers.claims.marketer import marketer_risk, scaled_population
+from anonymizers.claims.partition import PartResult, best_of, n_parts, search_part
 from anonymizers.claims.policy import load_policy
 from anonymizers.claims.recoding import Prepared, prepare
 from anonymizers.claims.risk import NodeRisk, NodeState, RiskModel
@@ -64,45 +72,90 @@ class HHPResult:
     key: pd.DataFrame = field(repr=False)
 
 
+@dataclass(frozen=True)
+class Staged:
+    """A release's input after screening and encoding, with its seed: what
+    every part of the lattice search and the final step share."""
+
+    seed: int
+    policy: dict
+    report: dict
+    prep: Prepared
+
+
 def hhp_release(claims_df: pd.DataFrame, config: HHPConfig | None = None) -> HHPResult:
     """Run the whole method on a claims table (format: ``anonymizers.claims``);
-    ``config`` defaults to ``HHPConfig()``."""
+    ``config`` defaults to ``HHPConfig()``.  The same as ``stage``, then
+    ``search_parts`` over every part, then ``finish``: the steps a DAG runs
+    as separate tasks."""
     t0 = time.perf_counter()
     config = config if config is not None else HHPConfig()
+    staged = stage(claims_df, config)
+    t_search = time.perf_counter()
+    results = search_parts(staged, config, list(range(part_count(staged, config))))
+    return finish(staged, config, results, time.perf_counter() - t_search,
+                  started=t0)
+
+
+def stage(claims_df: pd.DataFrame, config: HHPConfig) -> Staged:
+    """Screen and encode ``claims_df``; draw the seed when ``config`` has none."""
     seed = config.seed if config.seed is not None else int(
         np.random.SeedSequence().generate_state(1)[0])
     policy, report, prep = _prepared(claims_df, config)
-    model = RiskModel(prep, config.risk_settings(seed))
-    lattice = build_lattice(prep)
-    t_search = time.perf_counter()
-    chosen, evaluated, complete = _choose(lattice, model, config)
-    t_search = time.perf_counter() - t_search
-    st = model.state(chosen.node)
-    members, claims, key = release_tables(prep, st, np.random.default_rng(
-        np.random.SeedSequence(seed, spawn_key=PSEUDONYM_STREAM)))
-    nodes = [_evaluated(lattice, r) for r in evaluated]
-    metrics = _metrics(config, seed, policy, report, prep, model, lattice, chosen, st,
-                       nodes, complete, t_search)
-    metrics["released"] = {"members": len(members), "claims": len(claims)}
-    metrics["marketer_risk"] = _marketer(members, config)
-    metrics["seconds"] = round(time.perf_counter() - t0, 3)
-    return HHPResult(members, claims, metrics, report, nodes, key)
+    return Staged(seed, {"version": policy.version,
+                         "extra_rare_visible": list(policy.extra_rare_visible)}, report, prep)
 
 
-def _choose(lattice: Lattice, model: RiskModel, config: HHPConfig):
+def part_count(staged: Staged, config: HHPConfig) -> int:
+    """Parts of the lattice search (``partition``); one when ``config.node``
+    names the node."""
+    return 1 if config.node is not None else n_parts(build_lattice(staged.prep))
+
+
+def search_parts(staged: Staged, config: HHPConfig, parts: list[int]) -> list[PartResult]:
+    """The lattice search of ``parts`` (section 5), or the fixed ``config.node``."""
+    model = RiskModel(staged.prep, config.risk_settings(staged.seed))
+    lattice = build_lattice(staged.prep)
     if config.node is not None:
         r = model.evaluate(lattice.node_from_names(dict(config.node)))
         if not r.candidate:
             raise ParameterError("node", f"the node {lattice.describe(r.node)} has risk "
                                  f"{r.risk:.4f} > max_sup {config.max_sup}: not releasable")
-        return r, (r,), True
-    result = search(lattice, model.evaluate, config.max_evaluations)
-    if result.chosen is None:
-        top = result.evaluated[0]
+        return [PartResult(0, r, (r,), True)]
+    return [search_part(lattice, p, model.evaluate, config.max_evaluations) for p in parts]
+
+
+def finish(staged: Staged, config: HHPConfig, results: list[PartResult], t_search: float,
+           started: float | None = None) -> HHPResult:
+    """The chosen node's release and its record, from every part's search."""
+    t0 = time.perf_counter() if started is None else started
+    prep, seed = staged.prep, staged.seed
+    model = RiskModel(prep, config.risk_settings(seed))
+    lattice = build_lattice(prep)
+    results = sorted(results, key=lambda r: r.part)
+    if [r.part for r in results] != list(range(part_count(staged, config))):
+        raise ParameterError("parts", f"the search results cover parts "
+                             f"{[r.part for r in results]}, not each of the "
+                             f"{part_count(staged, config)} parts once")
+    evaluated = [n for r in results for n in r.evaluated]
+    chosen = best_of(lattice, results)
+    if chosen is None:
+        top = max(evaluated, key=lambda r: lattice.index(r.node))
         raise ParameterError("max_sup", f"no node meets it: even the most general node has "
                              f"risk {top.risk:.4f} > {config.max_sup} (k={config.k}); raise "
                              "max_sup, lower k or p_max")
-    return result.chosen, result.evaluated, result.complete
+    st = model.state(chosen.node)
+    members, claims, key = release_tables(prep, st, np.random.default_rng(
+        np.random.SeedSequence(seed, spawn_key=PSEUDONYM_STREAM)))
+    nodes = [_evaluated(lattice, r) for r in evaluated]
+    complete = all(r.complete for r in results)
+    metrics = _metrics(config, seed, staged.policy, staged.report, prep, model, lattice,
+                       chosen, st, nodes, complete, t_search)
+    metrics["lattice_parts"] = len(results)
+    metrics["released"] = {"members": len(members), "claims": len(claims)}
+    metrics["marketer_risk"] = _marketer(members, config)
+    metrics["seconds"] = round(time.perf_counter() - t0, 3)
+    return HHPResult(members, claims, metrics, staged.report, nodes, key)
 
 
 def release_tables(prep: Prepared, st: NodeState, rng: np.random.Generator):
@@ -167,8 +220,8 @@ def _metrics(config, seed, policy, report, prep, model, lattice, chosen, st, nod
         p_dist[q.name] = {int(v): int(c) for v, c in zip(values, counts)}
     return {
         "method": "hhp", "paper": "El Emam et al., JMIR 2012, Multimedia Appendix",
-        "policy_version": policy.version,
-        "policy_extra_rare_visible": list(policy.extra_rare_visible), "seed": seed,
+        "policy_version": policy["version"],
+        "policy_extra_rare_visible": policy["extra_rare_visible"], "seed": seed,
         "input": report["input"], "screened": report["kept"],
         "members_removed_by_screening": report["members_removed"],
         "screening_not_applied": report["not_applied"],
