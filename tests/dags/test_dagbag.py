@@ -49,7 +49,8 @@ def test_release_dag_order_and_params(dagbag):
 
 
 def test_partitioned_steps_are_mapped_tasks(dagbag):
-    """Screening and disassociation's VERPART/refining run one task per batch."""
+    """Screening, disassociation's VERPART/refining and the HHP lattice search
+    run one task per batch."""
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
     dag = dagbag.get_dag("deid_disassociation_diagnoses")
@@ -58,3 +59,6 @@ def test_partitioned_steps_are_mapped_tasks(dagbag):
     medco = dagbag.get_dag("deid_medco_codes")
     assert isinstance(medco.get_task("screen"), MappedOperator)
     assert not isinstance(medco.get_task("screen_combine"), MappedOperator)
+    hhp = dagbag.get_dag("deid_hhp_claims")
+    assert isinstance(hhp.get_task("hhp_search"), MappedOperator)
+    assert hhp.get_task("hhp_search").upstream_task_ids == {"hhp_prepare"}

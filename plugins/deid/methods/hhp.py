@@ -4,6 +4,10 @@ recoding to the least-loss lattice node whose measured risk meets MaxSup.
 It works on whole claims (one row per claim, sql/extract_claims_hhp.sql),
 extracted by its own step; the diagnosis-per-patient extract still feeds
 PPE, whose policy is the release's "risk before" like every method's.
+
+Steps: ``prepare`` (extract, screen, encode; staged as ``hhp_staged.npz``),
+``search`` mapped over groups of lattice parts (``anonymizers.claims.partition``),
+``release`` (the best node over every part and its tables).
 """
 
 from __future__ import annotations
@@ -28,8 +32,14 @@ PARAMS = {
                                  "title": "Screen on every diagnosis",
                                  "description": "Screen members on all diagnoses of a claim, "
                                                 "not only the primary one (as the prize did)."},
+    "lattice_parts_per_task": {"type": "integer", "minimum": 1, "maximum": 100, "default": 1,
+                               "title": "Lattice parts per search task",
+                               "description": "The lattice is cut by DSFC level into parts "
+                               "searched apart; this many parts per task. The release does "
+                               "not depend on it."},
 }
-STEPS = ("release",)
+STEPS = ("prepare", "search", "release")
+MAPPED = {"search": "prepare"}  # one task per group of lattice parts
 
 
 def _claims(run, params) -> pd.DataFrame:
@@ -39,14 +49,60 @@ def _claims(run, params) -> pd.DataFrame:
     return claims
 
 
-def release(run, params) -> dict:
-    from anonymizers.claims import HHPConfig, hhp_release
+def _config(params):
+    from anonymizers.claims import HHPConfig
+
+    return HHPConfig(seed=params["seed"], max_sup=params["max_sup"], p_max=params["p_max"],
+                     max_iterations=params["hhp_iterations"])
+
+
+def prepare(run, params) -> list[dict]:
+    """Extract whole claims, screen and encode them (one task); returns the
+    groups of lattice parts the search tasks take: numbers only."""
+    from anonymizers.claims.partition import group
+    from anonymizers.claims.release import part_count, stage
+    from anonymizers.claims.store import save_staged
     from deid.extract import extract_claims_table
 
     extract_claims_table(run.path("hhp_claims.parquet"), params["scope"])
-    result = hhp_release(_claims(run, params), HHPConfig(
-        seed=params["seed"], max_sup=params["max_sup"], p_max=params["p_max"],
-        max_iterations=params["hhp_iterations"]))
+    config = _config(params)
+    staged = stage(_claims(run, params), config)
+    save_staged(staged, run.path("hhp_staged.npz"))
+    groups = group(part_count(staged, config), params["lattice_parts_per_task"])
+    run.write_json("hhp_groups.json", groups)
+    return [{"index": i, "parts": len(g)} for i, g in enumerate(groups)]
+
+
+def search(run, params, batch) -> dict:
+    """The lattice search of one group of parts (section 5)."""
+    from dataclasses import asdict
+
+    from anonymizers.claims.release import search_parts
+    from anonymizers.claims.store import load_staged
+
+    i = batch["index"]
+    parts = run.read_json("hhp_groups.json")[i]
+    results = search_parts(load_staged(run.path("hhp_staged.npz")), _config(params), parts)
+    run.write_json(f"hhp_parts.b{i}.json", [asdict(r) for r in results])
+    return {"index": i, "parts": parts, "evaluated": sum(len(r.evaluated) for r in results)}
+
+
+def release(run, params) -> dict:
+    """The best node over every part, its release tables and record."""
+    from anonymizers.claims.partition import PartResult
+    from anonymizers.claims.release import finish
+    from anonymizers.claims.risk import NodeRisk
+    from anonymizers.claims.store import load_staged
+
+    def node(d):
+        return None if d is None else NodeRisk(**{**d, "node": tuple(d["node"])})
+
+    results = [PartResult(r["part"], node(r["chosen"]), tuple(map(node, r["evaluated"])),
+                          r["complete"])
+               for i in range(len(run.read_json("hhp_groups.json")))
+               for r in run.read_json(f"hhp_parts.b{i}.json")]
+    result = finish(load_staged(run.path("hhp_staged.npz")), _config(params), results,
+                    sum(n.seconds for r in results for n in r.evaluated))
     result.members.to_parquet(run.path("hhp_members.parquet"), index=False)
     result.claims.to_parquet(run.path("hhp_release_claims.parquet"), index=False)
     result.key.to_parquet(run.path("key.parquet"), index=False)
