@@ -1,6 +1,7 @@
 """Scale benchmark (issue #7): a disassociation release (k=5, m=2) end to end on
 the synthetic warehouse, run by a real Airflow (``airflow standalone``,
-LocalExecutor) with a given parallelism.
+LocalExecutor) with a given parallelism; ``--method hhp`` runs the HHP claims
+release instead (its lattice search mapped over the lattice's parts).
 
 ``python -m benchmarks.bench_release_scale --members 113000 --parallelism 2``
 
@@ -31,34 +32,47 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.harness import run_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 HOME = ROOT / "var" / "bench_scale"
-RELEASE = "scale_disassociation"
-DAG = f"deid_{RELEASE}"
-BLOCKS = ("clusters", "record_chunks", "item_chunks", "shared_chunks", "shared_chunk_clusters")
-RELEASE_FILE = f"""name: {RELEASE}
-version: 1
-description: Scale benchmark (issue 7) - disassociation k=5 m=2 after HHP screening.
-schedule: null
-scope: "TRUE"
-screening_policy: hhp-2012-v1
-method: disassociation
-params:
-  k: 5
-  m: 2
-  seed: 7007
-  utility_policy: icd9-level-1
-thresholds: {{}}
-destination:
-  table: {RELEASE}
-"""
 
 
-def setup_environment() -> None:
+@dataclass(frozen=True)
+class Spec:
+    """One release the benchmark can run: its file, release-table suffixes and
+    the method's figures in the audit row."""
+
+    release: str
+    blocks: tuple[str, ...]
+    method_file: str
+
+    @property
+    def dag(self) -> str:
+        return f"deid_{self.release}"
+
+    def file(self) -> str:
+        return (f"name: {self.release}\nversion: 1\nschedule: null\nscope: \"TRUE\"\n"
+                f"{self.method_file}thresholds: {{}}\ndestination:\n  table: {self.release}\n")
+
+
+SPECS = {
+    "disassociation": Spec("scale_disassociation", ("clusters", "record_chunks", "item_chunks",
+                                                    "shared_chunks", "shared_chunk_clusters"),
+                           "description: Scale benchmark (issue 7) - disassociation k=5 m=2 "
+                           "after HHP screening.\nscreening_policy: hhp-2012-v1\n"
+                           "method: disassociation\nparams:\n  k: 5\n  m: 2\n  seed: 7007\n"
+                           "  utility_policy: icd9-level-1\n"),
+    "hhp": Spec("scale_hhp", ("members", "claims"),
+                "description: Scale benchmark (issue 7) - HHP claims release.\nmethod: hhp\n"
+                "params:\n  k: 5\n  seed: 7007\n  max_sup: 0.05\n  p_max: 5\n"),
+}
+
+
+def setup_environment(spec: Spec) -> None:
     """The project's DAGs and plugins, and a warehouse and releases of the benchmark's own."""
     if str(ROOT / "plugins") not in sys.path:
         sys.path.insert(0, str(ROOT / "plugins"))
@@ -68,7 +82,9 @@ def setup_environment() -> None:
     os.environ["DEID_VAR_DIR"] = str(HOME)
     releases = HOME / "releases"
     releases.mkdir(parents=True, exist_ok=True)
-    (releases / f"{RELEASE}.yaml").write_text(RELEASE_FILE)
+    for old in releases.glob("*.yaml"):  # one release (one DAG) per Airflow home
+        old.unlink()
+    (releases / f"{spec.release}.yaml").write_text(spec.file())
     os.environ["DEID_RELEASES_DIR"] = str(releases)
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
@@ -106,18 +122,19 @@ def plain_copy_out() -> dict:
     return {"rows": rows, "seconds": round(seconds, 2), "rows_per_s": round(rows / seconds)}
 
 
-def plain_copy_in() -> dict:
+def plain_copy_in(spec: Spec) -> dict:
     """The release's rows, written out, then ``COPY FROM`` a file into a table
     of the same shape: the load's baseline."""
     from deid.warehouse import connect
 
     rows = seconds = 0.0
     with connect() as conn, conn.cursor() as cur:
-        for block in BLOCKS:
+        for block in spec.blocks:
             path = HOME / f"plain_{block}.csv"
             with open(path, "w") as f:
-                cur.copy_expert(f"COPY release.{RELEASE}_{block} TO STDOUT WITH (FORMAT csv)", f)
-            cur.execute(f"CREATE TEMP TABLE plain_{block} (LIKE release.{RELEASE}_{block})")
+                cur.copy_expert(f"COPY release.{spec.release}_{block} TO STDOUT WITH (FORMAT csv)", f)
+            cur.execute(f"CREATE TEMP TABLE plain_{block} "
+                        f"(LIKE release.{spec.release}_{block})")
             t0 = time.perf_counter()
             with open(path) as f:
                 cur.copy_expert(f"COPY plain_{block} FROM STDIN WITH (FORMAT csv)", f)
@@ -129,15 +146,15 @@ def plain_copy_in() -> dict:
     return {"rows": int(rows), "seconds": round(seconds, 2), "rows_per_s": round(rows / seconds)}
 
 
-def fingerprints() -> dict:
+def fingerprints(spec: Spec) -> dict:
     """md5 of each release table's rows in a canonical order."""
     from deid.warehouse import connect
 
     out = {}
     with connect() as conn, conn.cursor() as cur:
-        for block in BLOCKS:
+        for block in spec.blocks:
             cur.execute(f"SELECT count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY "
-                        f"t::text), '')) FROM release.{RELEASE}_{block} t")
+                        f"t::text), '')) FROM release.{spec.release}_{block} t")
             n, digest = cur.fetchone()
             out[block] = f"{n} rows, md5 {digest}"
     out["all"] = hashlib.sha256("".join(out.values()).encode()).hexdigest()[:16]
@@ -173,7 +190,7 @@ class TaskMemory(threading.Thread):
         self.join()
 
 
-def airflow_run(parallelism: int, conf: dict) -> dict:
+def airflow_run(spec: Spec, parallelism: int, conf: dict) -> dict:
     from deid.airflow_server import standalone
 
     env = {"AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
@@ -181,20 +198,21 @@ def airflow_run(parallelism: int, conf: dict) -> dict:
            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
            "AIRFLOW_VAR_DEID_TOKEN_KEY": "bench-key-not-secret"}
-    home = HOME / f"airflow_p{parallelism}"
+    home = HOME / f"airflow_{spec.release}_p{parallelism}"
+    dag = spec.dag
     memory = TaskMemory()
     with standalone(home, env) as server:
         token = server.token()
-        server.wait_for_dag(DAG, token)
+        server.wait_for_dag(dag, token)
         memory.start()
         try:
-            run_id = server.trigger(DAG, conf, token)
-            run = server.wait_for_run(DAG, run_id, timeout=3600)
+            run_id = server.trigger(dag, conf, token)
+            run = server.wait_for_run(dag, run_id, timeout=3600)
         finally:
             memory.stop()
-        tis = server.api("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances"
+        tis = server.api("GET", f"/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances"
                          "?limit=1000")["task_instances"]
-        xcom = {t: _value(server.api("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}/"
+        xcom = {t: _value(server.api("GET", f"/api/v2/dags/{dag}/dagRuns/{run_id}/"
                                         f"taskInstances/{t}/xcomEntries/return_value"))
                 for t in ("extract", "load") if run["state"] == "success"}
     return {"run": run, "tis": tis, "memory": memory.peak, "xcom": xcom}
@@ -231,28 +249,33 @@ def stages(tis: list, memory: dict) -> dict:
     return dict(sorted(out.items(), key=lambda kv: kv[1]["span_seconds"], reverse=True))
 
 
-def audit_figures() -> dict:
+def audit_figures(spec: Spec) -> dict:
     from deid.warehouse import connect
 
     with connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT outcome, input_rows, output_rows, metrics, verdicts FROM "
                     "audit.release_runs WHERE release_name = %s ORDER BY ended_at DESC LIMIT 1",
-                    (RELEASE,))
+                    (spec.release,))
         outcome, n_in, n_out, metrics, verdicts = cur.fetchone()
+    out = {"outcome": outcome, "input_rows": n_in, "output_rows": n_out,
+           "verdicts": {v["property"]: v["ok"] for v in verdicts["verdicts"]}}
+    if "hhp" in metrics:
+        h = metrics["hhp"]
+        return {**out, **{k: h.get(k) for k in ("risk", "information_loss", "nodes_evaluated",
+                                               "lattice_parts", "chosen_node",
+                                               "members_removed_by_screening")}}
     dis = metrics.get("disassociation", {})
-    return {"outcome": outcome, "input_rows": n_in, "output_rows": n_out,
-            "members_after_screening": dis.get("n_records"),
+    return {**out, "members_after_screening": dis.get("n_records"),
             "members_removed_by_screening": (metrics.get("screen") or {}).get("members_removed"),
             "privacy_constraints": (metrics.get("ppe") or {}).get("constraints"),
             "clusters": dis.get("n_clusters"), "are_w2": dis.get("are_w2"),
-            "mre_share_in_-5_5": dis.get("mre_share_in_-5_5"),
-            "verdicts": {v["property"]: v["ok"] for v in verdicts["verdicts"]}}
+            "mre_share_in_-5_5": dis.get("mre_share_in_-5_5")}
 
 
-def measure(members: int, parallelism: int, conf: dict, seed: int) -> dict:
+def measure(spec: Spec, members: int, parallelism: int, conf: dict, seed: int) -> dict:
     warehouse = ensure_warehouse(members, seed)
     copy_out = plain_copy_out()
-    result = airflow_run(parallelism, conf)
+    result = airflow_run(spec, parallelism, conf)
     run = result["run"]
     figures = {"warehouse": warehouse, "run_state": run["state"],
                "run_wall_seconds": round(_seconds(run["start_date"], run["end_date"]), 1),
@@ -261,7 +284,7 @@ def measure(members: int, parallelism: int, conf: dict, seed: int) -> dict:
     if run["state"] != "success":
         return figures
     extract, load = result["xcom"]["extract"], result["xcom"]["load"]
-    copy_in = plain_copy_in()
+    copy_in = plain_copy_in(spec)
     figures["extract"] = {"rows": extract["rows"], "seconds": extract["seconds"],
                           "rows_per_s": round(extract["rows"] / extract["seconds"]),
                           "plain_copy": copy_out,
@@ -272,8 +295,8 @@ def measure(members: int, parallelism: int, conf: dict, seed: int) -> dict:
                        "plain_copy": copy_in,
                        "ratio_to_plain_copy": round(copy_in["seconds"] / load["copy_seconds"]
                                                     * load["rows"] / copy_in["rows"], 3)}
-    figures["release"] = audit_figures()
-    figures["fingerprints"] = fingerprints()
+    figures["release"] = audit_figures(spec)
+    figures["fingerprints"] = fingerprints(spec)
     return figures
 
 
@@ -284,16 +307,25 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=1024, help="clusters per batch")
     parser.add_argument("--screen-batch", type=int, default=20_000, help="members per range")
     parser.add_argument("--seed", type=int, default=2008)
+    parser.add_argument("--method", choices=sorted(SPECS), default="disassociation")
+    parser.add_argument("--lattice-parts-per-task", type=int, default=1,
+                        help="HHP: lattice parts per search task")
     args = parser.parse_args(argv)
-    setup_environment()
-    conf = {"batch_size": args.batch_size, "screen_batch_members": args.screen_batch}
-    name = f"release_scale_{args.members // 1000}k_p{args.parallelism}"
-    record = run_benchmark(name, lambda: measure(args.members, args.parallelism, conf,
+    spec = SPECS[args.method]
+    setup_environment(spec)
+    if args.method == "hhp":
+        conf, params = {"lattice_parts_per_task": args.lattice_parts_per_task}, {"k": 5}
+        name = f"release_scale_hhp_{args.members // 1000}k_p{args.parallelism}"
+    else:
+        conf = {"batch_size": args.batch_size, "screen_batch_members": args.screen_batch}
+        params = {"k": 5, "m": 2}
+        name = f"release_scale_{args.members // 1000}k_p{args.parallelism}"
+    record = run_benchmark(name, lambda: measure(spec, args.members, args.parallelism, conf,
                                                  args.seed), sample_interval=1.0,
                            dataset=f"synthetic DE-SynPUF-shaped warehouse, {args.members} "
                            f"members (seed {args.seed})", executor="LocalExecutor",
                            parallelism=args.parallelism,
-                           params={"k": 5, "m": 2, **conf})
+                           method=args.method, params={**params, **conf})
     return 0 if record["figures"]["run_state"] == "success" else 1
 
 

@@ -42,3 +42,8 @@ def test_summary_reports_growth_speedup_and_identity():
     by_name["release_scale_113k_p1"]["figures"]["fingerprints"]["all"] = "g"
     assert "release identical: **NO**" in "\n".join(run_all.scale_summary(by_name))
     assert run_all.scale_summary({}) == []
+    by_name["release_scale_hhp_113k_p1"] = _record({"hhp_search": 80.0}, 400, "h")
+    by_name["release_scale_hhp_113k_p2"] = _record({"hhp_search": 50.0}, 330, "h")
+    text = "\n".join(run_all.scale_summary(by_name))
+    assert "| hhp_search (6 tasks) | 80 | 50 | 1.6 |" in text
+    assert text.count("release identical: **yes**") == 1  # HHP; disassociation differs now
