@@ -47,9 +47,13 @@ come in any order; the result does not depend on it.  Support is monotone
 (sup(r) >= sup(r') for r ⊆ r'), so every filtered record with sup < k lies
 in some constraint, and every discarded one with sup >= k needs none.
 
-Performance: codes are encoded once; containment counts use posting lists of
-the rarest code of each query record and vectorised membership look-ups on
-the sparse matrix (``_containment_counts``), not pairwise set comparisons.
+Performance: codes are encoded once (by hashing: sorting 11.7M code strings
+with np.unique alone took longer than the rest); containment counts use
+posting lists of the rarest code of each query record, drop candidates that
+lack its second-rarest code, then check the rest with vectorised membership
+look-ups on the sparse matrix (``_containment_counts``), not pairwise set
+comparisons.  On the 111,083 patients (11.7M code rows) of the 113k-member
+warehouse, all-visits: 187 s before these two changes, 48.6 s after.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ import scipy.sparse as sp
 
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.io import check_no_nulls
+from anonymizers.records import sorted_codes
 
 FILTERS = ("single-visit", "all-visits")
 _LOOKUP_BUDGET = 4_000_000  # membership look-ups per vectorised chunk
@@ -178,14 +183,14 @@ def _encode(df: pd.DataFrame, filt: str, source: str):
         hint = " (the single-visit filter needs visit_id)" if "visit_id" in missing else ""
         raise InputError(source, f"missing column(s) {missing}{hint}", field=missing[0])
     check_no_nulls(df, source, required)
-    codes, c_idx = np.unique(df["code"].astype(str).to_numpy(), return_inverse=True)
+    codes, c_idx = sorted_codes(df["code"])
     p_idx, p_uni = pd.factorize(df["patient_id"].astype(str), sort=False)
     patients = _binary_csr(p_idx, c_idx, (len(p_uni), len(codes)))
     if filt == "all-visits":
-        return codes.astype(object), patients, patients
+        return codes, patients, patients
     visit = pd.MultiIndex.from_arrays([df["patient_id"].astype(str), df["visit_id"].astype(str)])
     v_idx, v_uni = pd.factorize(visit, sort=False)
-    return codes.astype(object), patients, _binary_csr(v_idx, c_idx, (len(v_uni), len(codes)))
+    return codes, patients, _binary_csr(v_idx, c_idx, (len(v_uni), len(codes)))
 
 
 def _binary_csr(rows, cols, shape) -> sp.csr_matrix:
@@ -224,7 +229,7 @@ def _containment_counts(queries: sp.csr_matrix, targets: sp.csr_matrix, weights:
     postings.sort_indices()
     col_sup = np.diff(postings.indptr)
     q_len = np.diff(queries.indptr)
-    rare = _rarest_code(queries, col_sup)
+    rare, rare2 = _rarest_codes(queries, col_sup)
     n_cand = col_sup[rare]
     t_len = np.diff(targets.indptr)
     t_coo = targets.tocoo()
@@ -235,39 +240,52 @@ def _containment_counts(queries: sp.csr_matrix, targets: sp.csr_matrix, weights:
         stop = max(int(np.searchsorted(cost, cost[start] - n_cand[start] * q_len[start]
                                        + _LOOKUP_BUDGET, side="right")), start + 1)
         qs = np.arange(start, stop)
-        c, t = _check_candidates(qs, queries, postings, rare, n_cand, keys, n_codes, weights,
-                                 t_len + (0 if strict else 1))
+        c, t = _check_candidates(qs, queries, postings, (rare, rare2), n_cand, keys, n_codes,
+                                 weights, t_len + (0 if strict else 1))
         count[qs], total[qs] = c, t
         start = stop
     return count, total
 
 
-def _rarest_code(queries: sp.csr_matrix, col_sup: np.ndarray) -> np.ndarray:
-    """Per query row, the code with the smallest support among the targets."""
+def _rarest_codes(queries: sp.csr_matrix, col_sup: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per query row, the code with the smallest support among the targets,
+    and the next one (the same code for a one-code row)."""
     rows = np.repeat(np.arange(queries.shape[0]), np.diff(queries.indptr))
     order = np.lexsort((col_sup[queries.indices], rows))
-    return queries.indices[order[queries.indptr[:-1]]]
+    first = queries.indptr[:-1]
+    second = np.minimum(first + 1, queries.indptr[1:] - 1)
+    return queries.indices[order[first]], queries.indices[order[second]]
 
 
-def _check_candidates(qs, queries, postings, rare, n_cand, keys, n_codes, weights, room):
+def _check_candidates(qs, queries, postings, rares, n_cand, keys, n_codes, weights, room):
     """Count the candidates of queries ``qs`` that hold all their codes;
-    candidates t with ``room[t] <= len(q)`` are skipped (too short)."""
+    candidates t with ``room[t] <= len(q)`` are skipped (too short).  The
+    second-rarest code is looked up first: it drops most candidates at one
+    look-up each, before the look-ups of every code."""
+    rare, rare2 = rares
     counts = n_cand[qs]
     cand_q = np.repeat(qs, counts)
     cand_t = postings.indices[_ranges(postings.indptr[rare[qs]], counts)]
+    fits = room[cand_t] > np.diff(queries.indptr)[cand_q]
+    cand_q, cand_t = cand_q[fits], cand_t[fits]
+    has2 = _holds(keys, cand_t.astype(np.int64) * n_codes + rare2[cand_q])
+    cand_q, cand_t = cand_q[has2], cand_t[has2]
     q_len = np.diff(queries.indptr)[cand_q]
-    fits = room[cand_t] > q_len
-    cand_q, cand_t, q_len = cand_q[fits], cand_t[fits], q_len[fits]
     pair = np.repeat(np.arange(len(cand_q)), q_len)
     code = queries.indices[_ranges(queries.indptr[cand_q], q_len)]
-    wanted = cand_t[pair].astype(np.int64) * n_codes + code
-    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    found = np.bincount(pair, weights=keys[pos] == wanted, minlength=len(cand_q))
+    found = np.bincount(pair, weights=_holds(keys, cand_t[pair].astype(np.int64) * n_codes
+                                             + code), minlength=len(cand_q))
     hit = found == q_len
     local = np.searchsorted(qs, cand_q[hit])
     c = np.bincount(local, minlength=len(qs)).astype(np.int64)
     t = np.bincount(local, weights=weights[cand_t[hit]], minlength=len(qs)).astype(np.int64)
     return c, t
+
+
+def _holds(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Which ``wanted`` (row * n_codes + code) keys are in the sorted ``keys``."""
+    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return keys[pos] == wanted
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

