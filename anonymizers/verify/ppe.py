@@ -24,6 +24,7 @@ returns, up to order.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from anonymizers.verify.verdict import Verdict
@@ -97,13 +98,25 @@ def _shape(constraints, violations: list[str]) -> list[frozenset]:
 
 
 def _records(df: pd.DataFrame, filter: str) -> tuple[list[frozenset], list[frozenset]]:
-    """Patient records and filtered records as frozensets of code strings."""
-    d = df.astype({"patient_id": str, "code": str})
-    patients = [frozenset(codes) for _, codes in d.groupby("patient_id", sort=False)["code"]]
+    """Patient records and filtered records as frozensets of code strings.
+
+    Records are cut from one sort of the rows by group, and equal codes share
+    one string object: iterating a groupby over Arrow-backed strings made a
+    Python string per row (at 11.7M rows, most of the verifier's time and
+    memory)."""
+    if filter not in ("all-visits", "single-visit"):
+        raise ValueError(f"unknown filter {filter!r}")
+    c_idx, c_uni = pd.factorize(df["code"].astype(str), sort=False)
+    code = np.asarray(c_uni, dtype=object)[c_idx]
+    patients = _sets(pd.factorize(df["patient_id"].astype(str), sort=False)[0], code)
     if filter == "all-visits":
         return patients, patients
-    if filter != "single-visit":
-        raise ValueError(f"unknown filter {filter!r}")
-    d = d.astype({"visit_id": str})
-    visits = [frozenset(codes) for _, codes in d.groupby(["patient_id", "visit_id"], sort=False)["code"]]
-    return patients, visits
+    visit = pd.MultiIndex.from_arrays([df["patient_id"].astype(str), df["visit_id"].astype(str)])
+    return patients, _sets(pd.factorize(visit, sort=False)[0], code)
+
+
+def _sets(group: np.ndarray, code: np.ndarray) -> list[frozenset]:
+    """The codes of each group (groups numbered 0..n-1), as frozensets."""
+    order = np.argsort(group, kind="stable")
+    cuts = np.flatnonzero(np.diff(group[order])) + 1
+    return [frozenset(part.tolist()) for part in np.split(code[order], cuts)] if len(code) else []
