@@ -133,10 +133,10 @@ def finish(staged: Staged, config: HHPConfig, results: list[PartResult], t_searc
     model = RiskModel(prep, config.risk_settings(seed))
     lattice = build_lattice(prep)
     results = sorted(results, key=lambda r: r.part)
-    if [r.part for r in results] != list(range(part_count(staged, config))):
+    parts = 1 if config.node is not None else n_parts(lattice)
+    if [r.part for r in results] != list(range(parts)):
         raise ParameterError("parts", f"the search results cover parts "
-                             f"{[r.part for r in results]}, not each of the "
-                             f"{part_count(staged, config)} parts once")
+                             f"{[r.part for r in results]}, not each of the {parts} parts once")
     evaluated = [n for r in results for n in r.evaluated]
     chosen = best_of(lattice, results)
     if chosen is None:
