@@ -152,3 +152,38 @@ def test_batch_verifier_catches_a_small_cluster():
     doc["clusters"][0] = {**first, "size": first["size"] - 1, "record_chunks": [
         {**ch, "subrecords": ch["subrecords"][:-1]} for ch in first["record_chunks"]]}
     assert not verify_disassociation_batches(data, doc, claim).ok
+
+
+@given(st.lists(st.integers(0, 1000), max_size=60), st.integers(1, 8), st.integers(1, 40))
+def test_batches_tile_whole_windows_with_balanced_work(codes, window, batch_size):
+    from anonymizers.disassociation.batches import Plan
+
+    p = Plan(pd.DataFrame(), len(codes), {}, np.array(codes, dtype=np.int64))
+    ranges = p.batches(batch_size, window)
+    n_windows = -(-len(codes) // window)
+    assert len(ranges) <= -(-n_windows // -(-batch_size // window))  # no more tasks than before
+    assert [lo for lo, _ in ranges] == [0, *(hi for _, hi in ranges[:-1])][:len(ranges)]
+    assert all(lo < hi and lo % window == 0 for lo, hi in ranges)
+    assert (ranges[-1][1] if ranges else 0) == len(codes)
+    # every cut is the window boundary nearest to its share of the work, so no
+    # batch exceeds its share by more than one window on each side
+    work = [sum(codes[lo:hi]) for lo, hi in ranges]
+    heaviest = max((sum(codes[i:i + window]) for i in range(0, len(codes), window)), default=0)
+    assert all(w <= sum(codes) / len(ranges) + 2 * heaviest for w in work)
+
+
+def test_batches_even_out_the_work_on_skewed_clusters():
+    from anonymizers.disassociation.batches import Plan
+
+    codes = np.repeat(np.arange(60, 0, -1), 16)  # HORPART order: the heaviest clusters first
+    p = Plan(pd.DataFrame(), len(codes), {}, codes)
+    work = [codes[lo:hi].sum() for lo, hi in p.batches(160, 16)]
+    assert len(work) == 6
+    assert max(work) / min(work) < 1.3  # equal cluster counts gave 4.2
+
+
+def test_plan_counts_the_codes_of_every_cluster():
+    data = synthetic(500, 5)
+    p = plan(data, DisassociationConfig(5, 2))
+    per_cluster = data.merge(p.rows, on="patient_id").groupby("cluster").size()
+    assert p.codes.tolist() == per_cluster.reindex(range(p.n_clusters)).tolist()
