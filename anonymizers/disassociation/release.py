@@ -17,6 +17,7 @@ chunk lists one subrecord for every record of the clusters it joins.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import pandas as pd
 
@@ -157,15 +158,23 @@ class _Reader:
         subs = self.seq(obj, where)
         if len(subs) != n:
             self.fail(where, f"expected {n} subrecords (one per record), got {len(subs)}")
-        allowed = set(domain)
-        out = []
+        # checked in bulk (a shared chunk lists a subrecord, mostly empty, for every
+        # record of its joint cluster); the per-subrecord pass only names the culprit
+        try:
+            flat = set(chain.from_iterable(subs)) if all(type(s) is list for s in subs) \
+                else None
+        except TypeError:  # an unhashable code
+            flat = None
+        if flat is None or not flat <= set(domain):
+            self._culprit(subs, where, set(domain))
+        return tuple(map(tuple, subs))
+
+    def _culprit(self, subs: list, where: str, allowed: set) -> None:
         for j, s in enumerate(subs):
             s = self.codes(s, f"{where}[{j}]")
             if not set(s) <= allowed:
-                self.fail(f"{where}[{j}]", f"codes {sorted(set(s) - allowed)} are not in "
-                          "the chunk's codes")
-            out.append(s)
-        return tuple(out)
+                self.fail(f"{where}[{j}]", f"codes {sorted(set(s) - allowed, key=str)} are "
+                          "not in the chunk's codes")
 
     def cluster(self, obj, i: int) -> Cluster:
         where = f"clusters[{i}]"
