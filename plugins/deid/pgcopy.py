@@ -18,8 +18,10 @@ CHUNK_ROWS = 100_000
 WRITE = pacsv.WriteOptions(include_header=False)
 
 
-def copy_frame(cur, table: str, frame: pd.DataFrame) -> None:
+def copy_frame(cur, table: str, frame) -> None:
     """COPY ``frame`` into ``table``; its column names are the table's columns.
+    ``frame`` is a DataFrame or a source read a chunk at a time (an object
+    with ``columns`` and ``chunks(rows)``, such as ``parquet_io.ParquetFrame``).
 
     Strings are quoted, so an empty string stays an empty string and an
     unquoted empty field is NULL.  A failure on either side raises, and the
@@ -41,11 +43,17 @@ def copy_frame(cur, table: str, frame: pd.DataFrame) -> None:
         raise errors[0]
 
 
-def _render(frame: pd.DataFrame, out, errors: list) -> None:
+def _chunks(frame, rows: int):
+    if isinstance(frame, pd.DataFrame):
+        return (frame.iloc[start:start + rows] for start in range(0, len(frame), rows))
+    return frame.chunks(rows)
+
+
+def _render(frame, out, errors: list) -> None:
     try:
         with out:
-            for start in range(0, len(frame), CHUNK_ROWS):
-                _write_csv(frame.iloc[start:start + CHUNK_ROWS], out)
+            for chunk in _chunks(frame, CHUNK_ROWS):
+                _write_csv(chunk, out)
     except BaseException as exc:  # noqa: BLE001 - handed to the COPY's thread
         errors.append(exc)
 

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deid import extract as extract_mod
+from deid import parquet_io as pio
 from deid import staging
 from deid.warehouse import connect
 
@@ -32,8 +33,7 @@ PLAN = "screen_ranges.json"
 def plan(run, batch_members: int, scope: str = "TRUE") -> list[dict]:
     """Member ranges of about ``batch_members`` members and each range's claims
     in staging; returns ``{"index": i}`` per range."""
-    ids = pq.read_table(run.path("claims.parquet"), columns=["patient_id"])["patient_id"]
-    ids = pc.unique(ids).sort().to_pylist()
+    ids = pio.distinct(run.path("claims.parquet"), "patient_id").tolist()
     size = staging.batch_size(batch_members, len(ids))
     ranges = [(ids[i], ids[min(i + size, len(ids)) - 1]) for i in range(0, len(ids), size)]
     run.write_json(PLAN, ranges)

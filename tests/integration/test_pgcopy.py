@@ -86,3 +86,23 @@ def test_mixed_object_columns_go_as_text_with_nulls_kept(warehouse):
         pgcopy.copy_frame(cur, "t", frame)
         cur.execute("SELECT s FROM t ORDER BY i")
         assert [r[0] for r in cur.fetchall()] == ["7", "x", None]
+
+
+def test_a_parquet_file_streams_by_chunks(warehouse, monkeypatch, tmp_path):
+    from deid.parquet_io import ParquetAppender, ParquetFrame
+
+    monkeypatch.setattr(pgcopy, "CHUNK_ROWS", 5)
+    with ParquetAppender({"t": tmp_path / "t.parquet"}, {"s": "string"}) as out:
+        for lo, n in ((0, 0), (0, 12), (12, 0), (12, 6)):  # empty batches too
+            out.append({"t": pd.DataFrame({"i": np.arange(lo, lo + n),
+                                           "s": [f"s{j}" if j % 3 else "" for j in
+                                                 range(lo, lo + n)]})})
+    source = ParquetFrame(tmp_path / "t.parquet")
+    assert len(source) == 18 and source.columns == ["i", "s"]
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE p (i bigint, s text)")
+        pgcopy.copy_frame(cur, "p", source)
+        cur.execute("SELECT i, s FROM p ORDER BY i")
+        rows = cur.fetchall()
+    want = [(j, f"s{j}" if j % 3 else "") for j in range(18)]
+    assert rows == want

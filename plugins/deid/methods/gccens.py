@@ -82,12 +82,12 @@ def verify(run, params) -> list[dict]:
                           population, params["k"], run.read_json("final_caps.json")).as_dict()]
 
 
-def gates(run, params, claims: pd.DataFrame) -> list:
+def gates(run, params, source) -> list:
     released = pd.read_parquet(run.path("released.parquet"))
     vocabulary = _population(run, params)["code"].unique()
     return [("released", released, validation.release_records_expectations(
         ["patient_id", "code", "count"], "patient_id", "code", vocabulary,
-        claims["patient_id"].unique(), expected_rows=len(released)))]
+        source.patients, expected_rows=len(released)))]
 
 
 def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:

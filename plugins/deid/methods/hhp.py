@@ -126,7 +126,7 @@ def verify(run, params) -> list[dict]:
                            _claims(run, params)).as_dict()]
 
 
-def gates(run, params, claims: pd.DataFrame) -> list:
+def gates(run, params, source) -> list:
     import great_expectations as gx
 
     from deid.validation import DATE_LIKE

@@ -59,11 +59,11 @@ def verify(run, params) -> list[dict]:
     return [v.as_dict() for v in (verdicts if isinstance(verdicts, list) else [verdicts])]
 
 
-def gates(run, params, claims: pd.DataFrame) -> list:
+def gates(run, params, source) -> list:
     released = pd.read_parquet(run.path("released.parquet"))
     return [("released", released, validation.release_records_expectations(
-        ["patient_id", "code"], "patient_id", "code", claims["code"].unique(),
-        claims["patient_id"].unique(), expected_rows=len(released)))]
+        ["patient_id", "code"], "patient_id", "code", source.codes,
+        source.patients, expected_rows=len(released)))]
 
 
 def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:

@@ -81,7 +81,7 @@ def verify(run, params) -> list[dict]:
                            policy["constraints"], params["k"]).as_dict()]
 
 
-def gates(run, params, claims: pd.DataFrame) -> list:
+def gates(run, params, source) -> list:
     import great_expectations as gx
 
     tables = _tables(run)
@@ -90,12 +90,12 @@ def gates(run, params, claims: pd.DataFrame) -> list:
     return [
         ("items", tables["ugaclip_items"], [
             E.ExpectTableColumnsToMatchOrderedList(column_list=["item_id", "code"]),
-            E.ExpectColumnValuesToBeInSet(column="code", value_set=sorted(claims["code"].unique())),
+            E.ExpectColumnValuesToBeInSet(column="code", value_set=list(source.codes)),
             E.ExpectColumnValuesToNotBeNull(column="item_id")]),
         ("records", held, [
             E.ExpectTableColumnsToMatchOrderedList(column_list=["patient_pseudonym", "item_id"]),
             E.ExpectColumnValuesToNotBeInSet(column="patient_pseudonym",
-                                             value_set=sorted(claims["patient_id"].unique())),
+                                             value_set=list(source.patients)),
             E.ExpectColumnValuesToNotMatchRegex(column="patient_pseudonym",
                                                 regex=validation.DATE_LIKE),
             E.ExpectColumnValuesToBeInSet(column="item_id",

@@ -1,0 +1,116 @@
+"""Staged Parquet read and written a bounded piece at a time (issue #7: no
+task holds more than its own batch plus small indexes).
+
+- ``ParquetAppender`` writes tables batch by batch, one row group (or more)
+  per ``append``, with fixed column types so that an empty batch does not
+  change a file's schema;
+- ``rows_between`` / ``rows_of`` read the rows of one batch, by an id range
+  or an id set, through Arrow's filtered scan (row groups whose statistics
+  exclude the batch are skipped; the others are filtered as they are read);
+- ``row_groups`` yields a file one row group at a time;
+- ``distinct`` is the sorted distinct values of one column, reduced row group
+  by row group (a small index: codes, patient ids);
+- ``ParquetFrame`` is a file the load streams into COPY by row group.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+TYPES = {"string": pa.string(), "int64": pa.int64()}
+
+
+class ParquetAppender:
+    """``{name: path}`` files appended to frame by frame; ``types`` maps a
+    column name to "string" (every other column is int64)."""
+
+    def __init__(self, paths: dict[str, Path], types: dict[str, str]):
+        self.paths, self.types, self.writers = paths, types, {}
+
+    def __enter__(self) -> "ParquetAppender":
+        return self
+
+    def append(self, frames: dict[str, pd.DataFrame]) -> None:
+        for name, frame in frames.items():
+            schema = pa.schema([(c, TYPES[self.types.get(c, "int64")]) for c in frame.columns])
+            if name not in self.writers:
+                self.writers[name] = pq.ParquetWriter(self.paths[name], schema)
+            table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+            self.writers[name].write_table(table)
+
+    def __exit__(self, *exc) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+
+def rows_between(path: Path, column: str, lo: int, hi: int) -> pd.DataFrame:
+    """Rows with ``lo <= column < hi``."""
+    field = ds.field(column)
+    return _scan(path, (field >= lo) & (field < hi))
+
+
+def rows_of(path: Path, column: str, values, columns: list[str] | None = None) -> pd.DataFrame:
+    """Rows whose ``column`` is one of ``values``."""
+    values = pa.array(np.asarray(values, dtype=object) if len(values) else [],
+                      type=pq.read_schema(path).field(column).type)
+    return _scan(path, pc.is_in(ds.field(column), value_set=values), columns)
+
+
+def _scan(path: Path, expression, columns=None) -> pd.DataFrame:
+    table = ds.dataset(path, format="parquet").to_table(filter=expression, columns=columns)
+    return table.to_pandas()
+
+
+def row_groups(path: Path, columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
+    """The file one row group at a time (a file with no row group: one empty frame)."""
+    f = pq.ParquetFile(path)
+    if f.num_row_groups == 0:
+        yield f.schema_arrow.empty_table().select(columns or f.schema_arrow.names).to_pandas()
+    for i in range(f.num_row_groups):
+        yield f.read_row_group(i, columns=columns).to_pandas()
+
+
+def distinct(path: Path, column: str) -> np.ndarray:
+    """Sorted distinct non-null values of ``column``."""
+    f = pq.ParquetFile(path)
+    seen = [pc.unique(f.read_row_group(i, columns=[column]).column(0).combine_chunks())
+            for i in range(f.num_row_groups)]
+    if not seen:
+        return np.zeros(0, dtype=object)
+    values = pc.unique(pa.concat_arrays([s.cast(seen[0].type) for s in seen])).drop_null()
+    return np.sort(np.asarray(values.to_pylist(), dtype=object))
+
+
+def min_max(path: Path, column: str) -> tuple:
+    """(min, max) of ``column``, or (None, None) when it has no value."""
+    f = pq.ParquetFile(path)
+    parts = [pc.min_max(f.read_row_group(i, columns=[column]).column(0))
+             for i in range(f.num_row_groups)]
+    lows = [p["min"].as_py() for p in parts if p["min"].is_valid]
+    highs = [p["max"].as_py() for p in parts if p["max"].is_valid]
+    return (min(lows), max(highs)) if lows else (None, None)
+
+
+class ParquetFrame:
+    """A staged table the load streams: its ``columns``, ``len`` and ``chunks``."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        meta = pq.ParquetFile(self.path).metadata
+        self.columns = pq.read_schema(self.path).names
+        self.rows = meta.num_rows
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def chunks(self, rows: int) -> Iterator[pd.DataFrame]:
+        for batch in pq.ParquetFile(self.path).iter_batches(batch_size=rows):
+            yield batch.to_pandas()

@@ -1,0 +1,56 @@
+"""Staged Parquet read and written a batch at a time (issue #7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from deid import parquet_io as pio
+
+ODD = ["id\x00", "\u2028", "", "a,b", "ü", "p1"]
+
+
+@pytest.fixture
+def staged(tmp_path):
+    path = tmp_path / "x.parquet"
+    with pio.ParquetAppender({"x": path}, {"code": "string", "patient_id": "string"}) as out:
+        for b in range(4):
+            n = 0 if b == 2 else 5  # an empty batch keeps the schema
+            out.append({"x": pd.DataFrame({
+                "cluster_id": np.arange(b * 5, b * 5 + n, dtype=np.int64),
+                "patient_id": [ODD[(b + j) % len(ODD)] for j in range(n)],
+                "code": [f"c{(b * j) % 4}" for j in range(n)]})})
+    return path
+
+
+def test_appended_batches_are_row_groups_of_one_file(staged):
+    groups = list(pio.row_groups(staged, ["code"]))
+    assert [len(g) for g in groups] == [5, 5, 0, 5] and list(groups[0].columns) == ["code"]
+    whole = pd.read_parquet(staged)
+    assert len(whole) == 15 and whole["cluster_id"].dtype == np.int64
+
+
+def test_batches_read_by_range_and_by_ids(staged):
+    assert pio.rows_between(staged, "cluster_id", 5, 15)["cluster_id"].tolist() == \
+        list(range(5, 10))  # the empty batch between adds nothing
+    got = pio.rows_of(staged, "patient_id", ["id\x00", "\u2028"], ["patient_id"])
+    whole = pd.read_parquet(staged)
+    assert sorted(got["patient_id"]) == sorted(whole["patient_id"][whole["patient_id"].isin(
+        ["id\x00", "\u2028"])])
+    assert pio.rows_of(staged, "patient_id", []).empty
+
+
+def test_small_indexes(staged):
+    whole = pd.read_parquet(staged)
+    assert pio.distinct(staged, "patient_id").tolist() == sorted(whole["patient_id"].unique())
+    assert pio.distinct(staged, "code").tolist() == ["c0", "c1", "c2", "c3"]
+    assert pio.min_max(staged, "cluster_id") == (0, 19)
+
+
+def test_an_empty_file(tmp_path):
+    path = tmp_path / "e.parquet"
+    with pio.ParquetAppender({"e": path}, {"code": "string"}) as out:
+        out.append({"e": pd.DataFrame({"cluster_id": [], "code": []})})
+    assert pio.min_max(path, "cluster_id") == (None, None)
+    assert pio.distinct(path, "code").tolist() == []
+    assert len(pio.ParquetFrame(path)) == 0 and list(pio.ParquetFrame(path).chunks(3)) == []
