@@ -240,14 +240,44 @@ def combine(plan_: Plan, fragments: list[Fragment], config: DisassociationConfig
         raise ParameterError("fragments", f"the batches hold {offset} clusters, the plan "
                              f"{plan_.n_clusters}")
     release = Disassociated(config.k, config.m, tuple(clusters), tuple(shared))
-    return release, _metrics(plan_, fragments)
+    return release, _metrics(plan_, [f.figures for f in fragments])
 
 
-def _metrics(plan_: Plan, fragments: list[Fragment]) -> dict:
+class Stitcher:
+    """``combine`` one fragment at a time, for callers that write the release
+    tables batch by batch and never hold the whole release: ``add`` each
+    fragment in cluster order and get its tables with release-wide ids (the
+    rows ``combine(...)[0].tables()`` has for those clusters), then call
+    ``metrics``."""
+
+    def __init__(self, plan_: Plan):
+        self.plan, self.clusters, self.shared, self.figures = plan_, 0, 0, []
+
+    def add(self, fragment: Fragment) -> dict[str, pd.DataFrame]:
+        if fragment.first != self.clusters:
+            raise ParameterError("fragments", f"expected the batch starting at cluster "
+                                 f"{self.clusters}, got one starting at {fragment.first}")
+        tables = fragment.release.tables()
+        for name in ("clusters", "record_chunks", "item_chunks", "shared_chunk_clusters"):
+            tables[name]["cluster_id"] += self.clusters
+        for name in ("shared_chunks", "shared_chunk_clusters"):
+            tables[name]["shared_id"] += self.shared
+        self.clusters += len(fragment.release.clusters)
+        self.shared += len(fragment.release.shared_chunks)
+        self.figures.append(fragment.figures)
+        return tables
+
+    def metrics(self) -> dict:
+        if self.clusters != self.plan.n_clusters:
+            raise ParameterError("fragments", f"the batches hold {self.clusters} clusters, "
+                                 f"the plan {self.plan.n_clusters}")
+        return _metrics(self.plan, self.figures)
+
+
+def _metrics(plan_: Plan, figures: list[dict]) -> dict:
     m = plan_.metrics
-    sizes = np.array([s for f in fragments for s in f.figures["sizes"]], dtype=np.int64)
-    item_codes = set().union(*(f.figures["item_codes"] for f in fragments)) if fragments \
-        else set()
+    sizes = np.array([s for f in figures for s in f["sizes"]], dtype=np.int64)
+    item_codes = set().union(*(f["item_codes"] for f in figures)) if figures else set()
     released = len(sizes) > 0
     return {
         "n_records": m["n_records"], "n_codes": m["n_codes"], "n_clusters": len(sizes),
@@ -255,10 +285,10 @@ def _metrics(plan_: Plan, fragments: list[Fragment]) -> dict:
         "cluster_size_mean": float(sizes.mean()) if released else 0.0,
         "cluster_size_max": int(sizes.max()) if released else 0,
         "merged_small_clusters": m["merged_small_clusters"],
-        **{key: sum(f.figures[key] for f in fragments)
+        **{key: sum(f[key] for f in figures)
            for key in ("n_record_chunks", "n_joint_clusters", "n_shared_chunks")},
         "item_chunk_occurrence_share":
-            sum(f.figures["item_occurrences"] for f in fragments) / m["nnz"]
+            sum(f["item_occurrences"] for f in figures) / m["nnz"]
             if m["nnz"] and released else 0.0,
         "codes_with_exact_support": m["n_codes"] - len(item_codes) if released else 0,
         "suppressed_records": m["suppressed_records"],

@@ -48,7 +48,7 @@ from anonymizers.records import Records, encode
 from anonymizers.verify.verdict import Verdict
 
 PROPERTY = "k^m-anonymity (Guarantee 1) of a disassociated release"
-BATCH_ROWS = 3_000_000
+BATCH_ROWS = 1_000_000
 RECORD, ITEM, SHARED = 0, 1, 2
 
 

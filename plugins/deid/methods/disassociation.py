@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from anonymizers.errors import ParameterError
+from deid import parquet_io as pio
 from deid import staging
 from deid.methods.ugaclip import PARAMS as UGACLIP_PARAMS
 from deid.methods.ugaclip import utility_policy
@@ -37,6 +37,7 @@ PARAMS = {
 STEPS = ("plan", "disassociate", "combine", "measure")
 MAPPED = {"disassociate": "plan"}  # one task per batch the plan step returns
 BLOCKS = ("clusters", "record_chunks", "item_chunks", "shared_chunks", "shared_chunk_clusters")
+TABLE_TYPES = {"code": "string"}  # every other column is an int64 id or size
 
 
 def _records(run) -> pd.DataFrame:
@@ -100,47 +101,56 @@ def disassociate(run, params, batch) -> dict:
             "records": fragment.release.n_records}
 
 
-def combine(run, params) -> dict:
-    """The fragments into one release, its tables and metrics."""
-    from anonymizers.disassociation.batches import Fragment, Plan
-    from anonymizers.disassociation.batches import combine as join
+def _fragment(run, i: int):
+    from anonymizers.disassociation.batches import Fragment
     from anonymizers.disassociation.release import Disassociated
 
+    doc = run.read_json(f"dis_fragment.b{i}.json")
+    return Fragment(doc["first"], Disassociated.from_json(doc["release"]), doc["figures"])
+
+
+def combine(run, params) -> dict:
+    """The fragments' tables side by side, one batch at a time (the whole
+    release is never in memory), and the release's metrics."""
+    from anonymizers.disassociation.batches import Plan, Stitcher
+
     info = run.read_json("dis_batches.json")
-    fragments = []
-    for i in range(len(info["ranges"])):
-        doc = run.read_json(f"dis_fragment.b{i}.json")
-        fragments.append(Fragment(doc["first"], Disassociated.from_json(doc["release"]),
-                                  doc["figures"]))
-    p = Plan(pd.DataFrame(), info["n_clusters"], info["metrics"])
-    release, metrics = join(p, fragments, _config(params, info["policy"]))
-    run.write_json("disassociated.json", release.to_json())
-    for name, frame in release.tables().items():
-        frame.to_parquet(run.path(f"dis_{name}.parquet"), index=False)
-    metrics = run.small(metrics)
+    stitch = Stitcher(Plan(pd.DataFrame(), info["n_clusters"], info["metrics"]))
+    with pio.ParquetAppender({b: run.path(f"dis_{b}.parquet") for b in BLOCKS},
+                                 TABLE_TYPES) as out:
+        for i in range(len(info["ranges"])):
+            out.append(stitch.add(_fragment(run, i)))
+    metrics = run.small(stitch.metrics())
     run.write_json("method_metrics.json", metrics)
     return metrics
 
 
 def measure(run, params) -> dict:
-    """ARE on W2 and MRE per utility constraint on a seeded reconstruction."""
+    """ARE on W2 and MRE per utility constraint on a seeded reconstruction,
+    batch by batch (``batch_utility``: each refine window drawn with its own
+    generator, so the figures do not depend on the batching)."""
     from anonymizers.disassociation import metrics as dm
-    from anonymizers.disassociation.reconstruct import reconstruct
-    from anonymizers.disassociation.release import Disassociated
+    from anonymizers.disassociation.batch_utility import BatchedUtility, sets_to_enumerate
 
-    records = _records(run)
-    original = dm.as_records(records)
+    info = run.read_json("dis_batches.json")
+    n = len(info["ranges"])
+    batch = [lambda i=i: pd.read_parquet(run.path(f"dis_records.b{i}.parquet")) for i in range(n)]
+    if info["n_clusters"] == 0:  # fewer than k records, in no batch: measure them as one
+        batch = [lambda: _records(run)]
+    pairs = sum(sets_to_enumerate(read()["patient_id"], 2) for read in batch)
+    sizes = (1, 2) if pairs <= dm.MAX_ENUMERATED else (1,)  # too many pairs: codes only
+    utility = BatchedUtility(pio.distinct(run.path("claims.parquet"), "code"), sizes)
+    for read in batch:
+        utility.pool(read())
     rng = np.random.default_rng(params["seed"])
-    try:
-        w2, sizes = dm.w2_workload(original, rng, n_queries=1000, sizes=(1, 2)), "1-2"
-    except ParameterError:  # records too long to enumerate every pair
-        w2, sizes = dm.w2_workload(original, rng, n_queries=1000, sizes=(1,)), "1"
-    release = Disassociated.from_json(run.read_json("disassociated.json"))
-    drawn = dm.as_records(reconstruct(release, seed=params["seed"]))
-    out = {"are_w2": dm.are(original, drawn, w2), "w2_code_set_sizes": sizes}
-    constraints = run.read_json("dis_batches.json")["policy"]
-    if constraints is not None:
-        mre = dm.mre(original, drawn, constraints)
+    utility.start(utility.workload(rng, n_queries=1000), info["policy"])
+    for i, read in enumerate(batch):
+        fragment = _fragment(run, i)
+        utility.add(read(), fragment.release, fragment.first, params["refine_window"],
+                    params["seed"])
+    out = {"are_w2": utility.are(), "w2_code_set_sizes": "-".join(map(str, sizes))}
+    if info["policy"] is not None:
+        mre = utility.mre()
         out["mre_share_in_-5_5"] = dm.share_within(mre)
         run.write_json("mre_histogram.json",
                        dm.mre_histogram(mre).set_index("interval")["share"].to_dict())
@@ -150,37 +160,58 @@ def measure(run, params) -> dict:
 
 
 def verify(run, params) -> list[dict]:
-    """Guarantee 1, batch by batch; the batches' claimed records are checked too."""
-    from anonymizers.verify.disassociation import verify_disassociation_batches
+    """Guarantee 1 on the release tables (what is loaded), batch by batch
+    against the staged claims; the batches' claimed records are checked too."""
+    from anonymizers.verify.disassociation_tables import (
+        TableIndex,
+        verify_disassociation_tables,
+    )
 
-    rows = pd.read_parquet(run.path("dis_plan.parquet"))
-    claim = [(lo, hi, rows.loc[(rows["cluster"] >= lo) & (rows["cluster"] < hi),
-                               "patient_id"].to_numpy())
-             for lo, hi in run.read_json("dis_batches.json")["ranges"]]
-    return [verify_disassociation_batches(_records(run), run.read_json("disassociated.json"),
-                                          claim, k=params["k"], m=params["m"]).as_dict()]
+    ranges = run.read_json("dis_batches.json")["ranges"]
+    claim = [(lo, hi, pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"),
+                                      columns=["patient_id"])["patient_id"].to_numpy())
+             for i, (lo, hi) in enumerate(ranges)]
+    claims, table = run.path("claims.parquet"), lambda b: run.path(f"dis_{b}.parquet")
+    index = TableIndex(
+        pd.read_parquet(table("clusters")), pd.read_parquet(table("shared_chunk_clusters")),
+        {b: pio.min_max(table(b), "cluster_id") for b in ("record_chunks", "item_chunks")},
+        pio.distinct(table("shared_chunks"), "shared_id"))
+
+    def records(patients):
+        return pio.rows_of(claims, "patient_id", patients, ["patient_id", "code"]) \
+            .drop_duplicates(ignore_index=True)
+
+    def tables(lo, hi):
+        return {b: pio.rows_between(table(b), "cluster_id", lo, hi)
+                for b in ("record_chunks", "item_chunks")}
+
+    def shared(ids):
+        return pio.rows_of(table("shared_chunks"), "shared_id", ids)
+
+    return [verify_disassociation_tables(claim, pio.distinct(claims, "patient_id"), index,
+                                         records, tables, shared, k=params["k"],
+                                         m=params["m"]).as_dict()]
 
 
-def gates(run, params, claims: pd.DataFrame) -> list:
+def gates(run, params, source) -> list:
+    """Per row group of each chunk table, so no gate holds a whole table."""
     import great_expectations as gx
 
     E = gx.expectations
-    vocabulary = sorted(claims["code"].unique())
-    out = []
+    vocabulary = sorted(source.codes)
     for name in ("record_chunks", "item_chunks", "shared_chunks"):
-        frame = pd.read_parquet(run.path(f"dis_{name}.parquet"))
-        out.append((name, frame, [E.ExpectColumnValuesToBeInSet(column="code",
-                                                                value_set=vocabulary),
-                                  E.ExpectColumnValuesToNotBeNull(column="code")]))
+        for part in pio.row_groups(run.path(f"dis_{name}.parquet"), ["code"]):
+            yield (name, part, [E.ExpectColumnValuesToBeInSet(column="code", value_set=vocabulary),
+                                E.ExpectColumnValuesToNotBeNull(column="code")])
     clusters = pd.read_parquet(run.path("dis_clusters.parquet"))
-    out.append(("clusters", clusters, [
+    yield ("clusters", clusters, [
         E.ExpectColumnValuesToBeBetween(column="size", min_value=params["k"]),
-        E.ExpectColumnSumToBeBetween(column="size", max_value=claims["patient_id"].nunique())]))
-    return out
+        E.ExpectColumnSumToBeBetween(column="size", max_value=len(source.patients))])
 
 
-def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
-    return {f"dis_{b}": pd.read_parquet(run.path(f"dis_{b}.parquet")) for b in BLOCKS}
+def release_tables(run, params, token_key: str) -> dict:
+    """The tables as Parquet sources the load streams by row group."""
+    return {f"dis_{b}": pio.ParquetFrame(run.path(f"dis_{b}.parquet")) for b in BLOCKS}
 
 
 def figures(run, params) -> list:

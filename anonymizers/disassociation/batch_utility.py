@@ -1,0 +1,165 @@
+"""ARE on W2 and MRE per utility constraint (Definitions 2-3, Section 6.1)
+measured one batch of clusters at a time, so that no process holds more
+than one batch of the original records and of the release.
+
+Both measures are sums over records: a COUNT query's answer, and the number
+of records matching a constraint, are the sums of their answers on disjoint
+parts of a dataset.  So:
+
+- the W2 pool (every distinct set of 1 or 2 codes held by some record) is
+  the union of the batches' pools, kept as integer keys over the release-wide
+  sorted vocabulary: the same sets, in the same order, as
+  ``metrics.w2_workload`` on the whole data, hence the same queries for the
+  same generator;
+- the original's counts are summed over the batches' records;
+- the reconstruction (``reconstruct``, Section 3.2) is drawn one refine
+  window at a time, with a generator seeded by ``(seed, window index)``.  A
+  window holds whole joint clusters (refining never joins clusters of two
+  windows), so a window's reconstruction is a reconstruction of its
+  records, and the draws do not depend on how windows were batched.  This
+  differs from one generator over the whole release: the figures are of
+  another draw, not of another method.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.special import comb
+
+from anonymizers.disassociation import metrics as dm
+from anonymizers.disassociation.reconstruct import reconstruct
+from anonymizers.disassociation.release import Disassociated
+from anonymizers.errors import ParameterError
+
+
+class BatchedUtility:
+    """First ``pool`` every batch's original records, then draw ``workload``,
+    then ``add`` every batch (original records and its release fragment),
+    then read ``are`` and ``mre``."""
+
+    def __init__(self, vocabulary: Sequence[str], sizes: Sequence[int] = (1, 2)):
+        self.vocab = pd.Index(np.sort(np.asarray(list(vocabulary), dtype=object)))
+        if self.vocab.has_duplicates:
+            raise ParameterError("vocabulary", "lists a code twice")
+        self.sizes = sorted(set(sizes))
+        self.keys: dict[int, list[np.ndarray]] = {s: [] for s in self.sizes}
+        self.enumerated = 0
+        self.queries: list[tuple[str, ...]] = []
+        self.constraints: list = []
+        self.c_o = self.c_a = self.m_o = self.m_a = None
+
+    def pool(self, records: pd.DataFrame) -> None:
+        """Add the occurring code sets of one batch's records (long table)."""
+        rec = dm.as_records(records)
+        glob = self._global(rec.codes)
+        lens = np.diff(rec.matrix.indptr)
+        for s in self.sizes:
+            self.enumerated += int(comb(lens, s, exact=False).sum()) if s > 1 else 0
+            if s > 1 and self.enumerated > dm.MAX_ENUMERATED:
+                raise ParameterError("sizes", f"more than {dm.MAX_ENUMERATED} code sets of "
+                                     f"size {s} to enumerate; use a smaller size")
+            rows = glob[dm.occurring_sets(rec, s)]
+            keys = np.unique(rows @ (len(self.vocab) ** np.arange(s - 1, -1, -1)))
+            self.keys[s].append(keys)
+
+    def workload(self, rng: np.random.Generator, n_queries: int = 1000) -> list:
+        """W2 over the pooled sets, drawn as ``metrics.w2_workload`` draws."""
+        pools = {s: np.unique(np.concatenate(k)) if k else np.zeros(0, dtype=np.int64)
+                 for s, k in self.keys.items()}
+        pools = {s: p for s, p in pools.items() if len(p)}
+        if not pools:
+            raise ParameterError("sizes", f"no record holds {min(self.sizes)} codes or more")
+        sizes = np.array(sorted(pools))
+        chosen = sizes[rng.integers(len(sizes), size=n_queries)]
+        V = len(self.vocab)
+        out = []
+        for s in chosen.tolist():
+            key = int(pools[s][rng.integers(len(pools[s]))])
+            idx = [(key // V ** (s - 1 - j)) % V for j in range(s)]
+            out.append(tuple(self.vocab[idx].tolist()))
+        return out
+
+    def start(self, queries: list, constraints: list | None) -> None:
+        self.queries, self.constraints = list(queries), list(constraints or [])
+        self.c_o, self.c_a = np.zeros(len(queries), np.int64), np.zeros(len(queries), np.int64)
+        self.m_o = np.zeros(len(self.constraints), np.int64)
+        self.m_a = np.zeros(len(self.constraints), np.int64)
+
+    def add(self, records: pd.DataFrame, fragment: Disassociated, first: int, window: int,
+            seed: int) -> None:
+        """Count one batch: its original records, and its fragment (clusters
+        ``first ..`` of the release) reconstructed window by window."""
+        self._count(records, self.c_o, self.m_o)
+        self._count(draw(fragment, first, window, seed), self.c_a, self.m_a)
+
+    def _count(self, data: pd.DataFrame, counts: np.ndarray, matched: np.ndarray) -> None:
+        if not len(data):
+            return
+        rec = dm.as_records(data)
+        counts += dm.count(rec, self.queries)
+        if self.constraints:
+            matched += dm.matches(rec, self.constraints)
+
+    def are(self) -> float:
+        """Definition 2 (see ``metrics.are``)."""
+        if not self.queries:
+            raise ParameterError("queries", "the workload is empty")
+        if (self.c_o == 0).any():
+            bad = list(self.queries[int(np.argmax(self.c_o == 0))])
+            raise ParameterError("queries", f"query {bad} matches no original record")
+        return float(np.mean(np.abs(self.c_a - self.c_o) / self.c_o))
+
+    def mre(self) -> np.ndarray:
+        """Definition 3 per constraint (see ``metrics.mre``)."""
+        m_o, m_a = self.m_o.astype(float), self.m_a.astype(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(m_o > 0, (m_o - m_a) / m_o, np.nan)
+
+    def _global(self, codes: np.ndarray) -> np.ndarray:
+        where = self.vocab.get_indexer(pd.Index(codes, dtype=object))
+        if (where < 0).any():
+            raise ParameterError("records", f"code {codes[int(np.argmax(where < 0))]!r} is "
+                                 "not in the vocabulary")
+        return where.astype(np.int64)
+
+
+def sets_to_enumerate(patient_ids: pd.Series, size: int) -> int:
+    """How many code sets of ``size`` the records of a long table's distinct
+    (patient, code) rows hold: what ``pool`` would enumerate."""
+    lens = patient_ids.value_counts().to_numpy()
+    return int(comb(lens, size, exact=False).sum().round())
+
+
+def draw(fragment: Disassociated, first: int, window: int, seed: int) -> pd.DataFrame:
+    """The fragment's reconstruction, window by window; records are named
+    ``<window>:<pseudonym>`` so that the windows' fresh pseudonyms stay apart."""
+    parts = []
+    for w, part in windows(fragment, first, window):
+        drawn = reconstruct(part, seed=np.random.SeedSequence([seed, w]))
+        parts.append(drawn.assign(patient_id=f"{w}:" + drawn["patient_id"].astype(str)))
+    return pd.concat(parts, ignore_index=True) if parts else \
+        pd.DataFrame({"patient_id": [], "code": []}, dtype=object)
+
+
+def windows(fragment: Disassociated, first: int, window: int):
+    """``(window index, sub-release)`` for each refine window the fragment
+    covers (its clusters start at release cluster ``first``, a window
+    boundary); shared chunks re-indexed to the sub-release."""
+    if window < 1 or first % window:
+        raise ParameterError("first", f"cluster {first} does not start a window of {window}")
+    n = len(fragment.clusters)
+    for lo in range(0, n, window):
+        hi = min(lo + window, n)
+        shared = []
+        for s in fragment.shared_chunks:
+            inside = [lo <= c < hi for c in s.clusters]
+            if any(inside) and not all(inside):
+                raise ParameterError("release", f"a shared chunk joins clusters {s.clusters} "
+                                     "of two refine windows")
+            if all(inside):
+                shared.append(type(s)(tuple(c - lo for c in s.clusters), s.codes, s.subrecords))
+        yield (first + lo) // window, Disassociated(fragment.k, fragment.m,
+                                                   fragment.clusters[lo:hi], tuple(shared))
