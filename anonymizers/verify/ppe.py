@@ -37,46 +37,97 @@ def verify_policy(df: pd.DataFrame, constraints, k: int, filter: str) -> Verdict
 
     ``df`` has ``patient_id``, ``code`` and, for ``single-visit``, ``visit_id``.
     """
+    return verify_policy_batches(lambda: [df], constraints, k, filter)
+
+
+def verify_policy_batches(batches, constraints, k: int, filter: str) -> Verdict:
+    """``verify_policy`` over the input given in batches of whole patients, so
+    that memory holds one batch (plus the policy).  ``batches()`` returns an
+    iterable of DataFrames (as ``verify_policy``'s ``df``), and is called twice.
+
+    Support is a count of patients, so it is the sum of the batches' counts.
+    The first pass sums the constraints' supports, finds which constraints
+    are filtered records, and collects the filtered records no constraint
+    contains; the second sums those records' supports.  The violations are
+    those ``verify_policy`` reports; ``checked`` counts every batch's
+    distinct filtered records (a record found in two batches counts twice).
+    """
     if isinstance(constraints, dict):
         constraints = constraints.get("constraints", [])
     violations: list[str] = []
     cons = _shape(constraints, violations)
-    patients, filtered = _records(df, filter)
+    index = {c: j for j, c in enumerate(cons)}
+    by_code = _by_code(cons)
+    support = np.zeros(len(cons), dtype=np.int64)
+    found = np.zeros(len(cons), dtype=bool)
+    uncovered: dict[frozenset, int] = {}
+    checked, n_batches = len(cons), 0
+    for df in batches():
+        patients, filtered = _records(df, filter)
+        count = _counter(patients)
+        n_batches += 1
+        support += np.array([count(c) for c in cons], dtype=np.int64)
+        records = set(filtered)
+        checked += len(records)
+        for rec in records:
+            if rec in index:
+                found[index[rec]] = True
+            if not _holders(by_code, rec):
+                uncovered.setdefault(rec, 0)
+    if uncovered:  # one batch: its counter is still at hand
+        counters = [count] if n_batches == 1 else \
+            (_counter(_records(df, filter)[0]) for df in batches())
+        for count in counters:
+            for rec in uncovered:
+                uncovered[rec] += count(rec)
+    for j, c in enumerate(cons):
+        if not found[j]:
+            violations.append(f"constraint {sorted(c)} is not the code set of any filtered record")
+        if support[j] >= k:
+            violations.append(f"constraint {sorted(c)} has support {support[j]} >= k={k}: "
+                              "already protected")
+    violations += _contained(cons, by_code)
+    violations += [f"filtered record {sorted(rec)} has support {s} < k={k} but no constraint "
+                   "contains it" for rec, s in uncovered.items() if s < k]
+    return Verdict.from_violations(PROPERTY, checked, violations)
+
+
+def _counter(patients: list[frozenset]):
+    """``count(codes)``: how many of ``patients`` hold every code."""
     posting: dict[str, set[int]] = {}
     for i, rec in enumerate(patients):
         for code in rec:
             posting.setdefault(code, set()).add(i)
 
-    def support(codes) -> int:
+    def count(codes) -> int:
         sets = sorted((posting.get(c, set()) for c in codes), key=len)
         return len(set.intersection(*sets)) if sets else len(patients)
 
-    records = set(filtered)
-    for c in cons:
-        if c not in records:
-            violations.append(f"constraint {sorted(c)} is not the code set of any filtered record")
-        s = support(c)
-        if s >= k:
-            violations.append(f"constraint {sorted(c)} has support {s} >= k={k}: already protected")
+    return count
+
+
+def _by_code(cons: list[frozenset]) -> dict[str, set[int]]:
     by_code: dict[str, set[int]] = {}
     for j, c in enumerate(cons):
         for code in c:
             by_code.setdefault(code, set()).add(j)
+    return by_code
 
-    def holders(codes) -> set[int]:
-        sets = sorted((by_code.get(code, set()) for code in codes), key=len)
-        return set.intersection(*sets) if sets else set()
 
+def _holders(by_code: dict[str, set[int]], codes) -> set[int]:
+    """The constraints containing ``codes``."""
+    sets = sorted((by_code.get(code, set()) for code in codes), key=len)
+    return set.intersection(*sets) if sets else set()
+
+
+def _contained(cons: list[frozenset], by_code) -> list[str]:
+    out = []
     for j, c in enumerate(cons):
-        others = holders(c) - {j}
+        others = _holders(by_code, c) - {j}
         if others:
-            other = cons[min(others)]
-            violations.append(f"constraint {sorted(c)} is contained in constraint {sorted(other)}")
-    for rec in records:
-        if support(rec) < k and not holders(rec):
-            violations.append(f"filtered record {sorted(rec)} has support {support(rec)} < k={k} "
-                              "but no constraint contains it")
-    return Verdict.from_violations(PROPERTY, len(cons) + len(records), violations)
+            out.append(f"constraint {sorted(c)} is contained in constraint "
+                       f"{sorted(cons[min(others)])}")
+    return out
 
 
 def _shape(constraints, violations: list[str]) -> list[frozenset]:

@@ -51,10 +51,12 @@ class ParquetAppender:
             writer.close()
 
 
-def rows_between(path: Path, column: str, lo: int, hi: int) -> pd.DataFrame:
-    """Rows with ``lo <= column < hi``."""
+def rows_between(path: Path, column: str, lo, hi=None,
+                 columns: list[str] | None = None) -> pd.DataFrame:
+    """Rows with ``lo <= column < hi`` (no upper bound when ``hi`` is None)."""
     field = ds.field(column)
-    return _scan(path, (field >= lo) & (field < hi))
+    return _scan(path, (field >= lo) & (field < hi) if hi is not None else field >= lo,
+                 columns)
 
 
 def rows_of(path: Path, column: str, values, columns: list[str] | None = None) -> pd.DataFrame:

@@ -120,6 +120,24 @@ def _visits(run: Run) -> pd.DataFrame:
         columns={"claim_id": "visit_id"})
 
 
+VERIFY_PATIENTS = 20_000  # patients per batch of the PPE verifier
+
+
+def _visit_batches(run: Run):
+    """``_visits`` in batches of whole patients (ranges of sorted ids), re-read
+    on every call, so that the verifier holds one batch at a time."""
+    path = run.path("claims.parquet")
+    bounds = pio.distinct(path, "patient_id")[::VERIFY_PATIENTS].tolist()
+
+    def batches():
+        for lo, hi in zip(bounds, [*bounds[1:], None]):
+            yield pio.rows_between(path, "patient_id", lo, hi,
+                                   ["patient_id", "claim_id", "code"]).rename(
+                columns={"claim_id": "visit_id"})
+
+    return batches
+
+
 def privacy_policy(run: Run, k: int, filter: str) -> dict:
     """PPE on the extracted claims: its constraints are the risk before."""
     from anonymizers.ppe import PPEConfig, extract_policy
@@ -137,13 +155,13 @@ def method_step(run: Run, method: str, step: str, params: dict, batch: dict | No
 
 def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
     """GX gates on every release table, the verifiers' verdicts and the thresholds."""
-    from anonymizers.verify.ppe import verify_policy
+    from anonymizers.verify.ppe import verify_policy_batches
 
     module = METHODS[method]
     source = source_index(run)
     policy = run.read_json("policy.json")
-    verdicts = [verify_policy(_visits(run), policy["constraints"], policy["k"],
-                              policy["filter"]).as_dict(),
+    verdicts = [verify_policy_batches(_visit_batches(run), policy["constraints"], policy["k"],
+                                      policy["filter"]).as_dict(),
                 *module.verify(run, params), *_threshold_verdicts(methods.metrics(run),
                                                                   thresholds)]
     gates = []

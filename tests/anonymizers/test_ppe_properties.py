@@ -9,7 +9,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from anonymizers.ppe import PPEConfig, extract_policy
-from anonymizers.verify.ppe import verify_policy
+from anonymizers.verify.ppe import verify_policy, verify_policy_batches
 
 CODES = ["-1", "-9", "V15.4", "E950", "10292", "401", "493.00", "Δ", "é", "a", "b", "c"]
 
@@ -93,3 +93,24 @@ def test_single_visit_policy_is_never_weaker_than_visit_counting(patients):
     for v in filtered:
         if sum(v <= p for p in unions) < k:
             assert any(v <= c for c in cons)
+
+
+@given(dataset, st.integers(2, 6), st.sampled_from(["single-visit", "all-visits"]), st.data())
+def test_batched_verifier_reports_what_the_whole_one_does(patients, k, filt, data):
+    df = to_df(patients)
+    good = [list(c) for c in extract_policy(df, PPEConfig(k, filt)).constraints]
+    policies = [good, good[1:], good + [["not-a-code"]], good + good[:1]]
+    if good and len(good[0]) > 1:
+        policies.append(good + [good[0][1:]])
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(patients)), max_size=4)))
+    bounds = [0, *cuts, len(patients)]
+    ids = [f"p{i}" for i in range(len(patients))]
+
+    def batches():  # whole patients per batch, some batches empty
+        return [df[df["patient_id"].isin(ids[a:b])] for a, b in zip(bounds, bounds[1:])]
+
+    for policy in policies:
+        whole = verify_policy(df, policy, k, filt)
+        split = verify_policy_batches(batches, policy, k, filt)
+        assert split.ok == whole.ok
+        assert sorted(split.violations) == sorted(whole.violations)
