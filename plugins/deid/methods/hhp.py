@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
+
+from deid import parquet_io as pio
 
 TITLE = "Heritage Health Prize claims release"
+GATE_ROWS = 500_000  # released claims per Great Expectations run
 PARAMS = {
     "max_sup": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.05,
                 "title": "MaxSup", "description": "Highest proportion of high-risk members a "
@@ -105,6 +110,9 @@ def release(run, params) -> dict:
                     sum(n.seconds for r in results for n in r.evaluated))
     result.members.to_parquet(run.path("hhp_members.parquet"), index=False)
     result.claims.to_parquet(run.path("hhp_release_claims.parquet"), index=False)
+    # the claim's number within its member, for the load to stream the claims
+    np.save(run.path("hhp_claim_numbers.npy"),
+            result.claims.groupby("member_id").cumcount().to_numpy(dtype=np.int32))
     result.key.to_parquet(run.path("key.parquet"), index=False)
     run.write_json("hhp_metrics.json", result.metrics)
     run.write_json("lattice.json", [{"node": str(n.levels), "risk": n.risk,
@@ -127,30 +135,56 @@ def verify(run, params) -> list[dict]:
 
 
 def gates(run, params, source) -> list:
+    """The released claims are checked a chunk at a time."""
     import great_expectations as gx
 
     from deid.validation import DATE_LIKE
 
     E = gx.expectations
     members = pd.read_parquet(run.path("hhp_members.parquet"))
-    released = pd.read_parquet(run.path("hhp_release_claims.parquet"))
-    ids = sorted(pd.read_parquet(run.path("hhp_claims.parquet"), columns=["member_id"])
-                 ["member_id"].unique())
-    return [("members", members, [
+    ids = list(pio.distinct(run.path("hhp_claims.parquet"), "member_id"))
+    yield ("members", members, [
         E.ExpectColumnValuesToBeUnique(column="member_id"),
         E.ExpectColumnValuesToNotBeInSet(column="member_id", value_set=ids),
-        E.ExpectColumnValuesToNotMatchRegex(column="member_id", regex=DATE_LIKE)]),
-        ("claims", released, [
-            E.ExpectColumnValuesToBeInSet(column="member_id",
-                                          value_set=sorted(members["member_id"])),
+        E.ExpectColumnValuesToNotMatchRegex(column="member_id", regex=DATE_LIKE)])
+    pseudonyms = sorted(members["member_id"])
+    for part in pio.ParquetFrame(run.path("hhp_release_claims.parquet")).chunks(GATE_ROWS):
+        yield ("claims", part, [
+            E.ExpectColumnValuesToBeInSet(column="member_id", value_set=pseudonyms),
             *[E.ExpectColumnValuesToNotMatchRegex(column=c, regex=DATE_LIKE)
-              for c in released.columns if c != "member_id"]])]
+              for c in part.columns if c != "member_id"]])
 
 
-def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
+def release_tables(run, params, token_key: str) -> dict:
     members = pd.read_parquet(run.path("hhp_members.parquet")).astype(str)
-    claims = pd.read_parquet(run.path("hhp_release_claims.parquet")).astype(str)
-    return {"hhp_members": _long(members, "member_id"), "hhp_claims": _claims_long(claims)}
+    return {"hhp_members": _long(members, "member_id"),
+            "hhp_claims": LongClaims(run.path("hhp_release_claims.parquet"),
+                                     np.load(run.path("hhp_claim_numbers.npy")))}
+
+
+class LongClaims:
+    """The released claims as (member pseudonym, claim number, attribute,
+    value) rows, made a chunk of claims at a time for the load's COPY."""
+
+    columns = ["member_pseudonym", "claim_number", "attribute", "value"]
+
+    def __init__(self, path, numbers: np.ndarray):
+        self.path, self.numbers = path, numbers
+        names = pq.read_schema(path).names
+        self.n_values = len([c for c in names if c != "member_id"])
+        if pq.ParquetFile(path).metadata.num_rows != len(numbers):
+            raise ValueError(f"{path.name}: claim numbers do not match the claims")
+
+    def __len__(self) -> int:
+        return len(self.numbers) * self.n_values
+
+    def chunks(self, rows: int):
+        start = 0
+        for claims in pio.ParquetFrame(self.path).chunks(max(1, rows // max(1, self.n_values))):
+            claims = claims.astype(str)
+            claims.insert(1, "claim_number", self.numbers[start:start + len(claims)])
+            start += len(claims)
+            yield _melt(claims)
 
 
 def _long(frame: pd.DataFrame, id_col: str) -> pd.DataFrame:
@@ -160,8 +194,13 @@ def _long(frame: pd.DataFrame, id_col: str) -> pd.DataFrame:
 
 
 def _claims_long(claims: pd.DataFrame) -> pd.DataFrame:
+    """The whole table at once (tests compare the streamed rows with it)."""
     claims = claims.reset_index(drop=True)
     claims.insert(1, "claim_number", claims.groupby("member_id").cumcount())
+    return _melt(claims)
+
+
+def _melt(claims: pd.DataFrame) -> pd.DataFrame:
     out = claims.melt(id_vars=["member_id", "claim_number"], var_name="attribute",
                       value_name="value")
     return out.rename(columns={"member_id": "member_pseudonym"})
