@@ -10,6 +10,8 @@ export AIRFLOW__CORE__DAGS_FOLDER := $(ROOT)/dags
 export AIRFLOW__CORE__PLUGINS_FOLDER := $(ROOT)/plugins
 export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__UNIT_TEST_MODE := False
+# a task's worker slot frees within 1 s of its end, not 5 (README, "Scale setting")
+export AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL := 1
 export PYTHONPATH := $(ROOT):$(ROOT)/plugins
 export PATH := $(BIN):$(PATH)
 export GX_ANALYTICS_ENABLED := False

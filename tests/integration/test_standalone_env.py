@@ -1,0 +1,13 @@
+"""The environment ``make airflow`` (and the tests' standalone server) runs with."""
+
+from __future__ import annotations
+
+from deid import standalone
+
+
+def test_worker_slots_free_within_a_second_unless_configured(monkeypatch, tmp_path):
+    monkeypatch.setenv("DEID_VAR_DIR", str(tmp_path))
+    monkeypatch.delenv("AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL", raising=False)
+    assert standalone.environment()["AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL"] == "1"
+    monkeypatch.setenv("AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL", "3")
+    assert standalone.environment()["AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL"] == "3"
