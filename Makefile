@@ -12,6 +12,7 @@ export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__UNIT_TEST_MODE := False
 # a task's worker slot frees within 1 s of its end, not 5 (README, "Scale setting")
 export AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL := 1
+export AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS := 15
 export PYTHONPATH := $(ROOT):$(ROOT)/plugins
 export PATH := $(BIN):$(PATH)
 export GX_ANALYTICS_ENABLED := False

@@ -53,6 +53,7 @@ def test_environment_matches_what_the_dags_need():
         assert re.match(r"postgres://[^@]+@warehouse:5432/claims$", env["AIRFLOW_CONN_WAREHOUSE"])
         assert "AIRFLOW_VAR_DEID_TOKEN_KEY" in env
         assert int(env["AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL"]) == 1  # slots free fast
+        assert int(env["AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS"]) == 15  # same 15 s tolerance
         staging = env["DEID_STAGING_DIR"]
         assert staging in mounts and not staging.startswith(project[0] + "/")
 

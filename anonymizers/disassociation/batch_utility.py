@@ -57,7 +57,7 @@ class BatchedUtility:
         glob = self._global(rec.codes)
         lens = np.diff(rec.matrix.indptr)
         for s in self.sizes:
-            self.enumerated += int(comb(lens, s, exact=False).sum()) if s > 1 else 0
+            self.enumerated += int(comb(lens, s, exact=False).sum().round()) if s > 1 else 0
             if s > 1 and self.enumerated > dm.MAX_ENUMERATED:
                 raise ParameterError("sizes", f"more than {dm.MAX_ENUMERATED} code sets of "
                                      f"size {s} to enumerate; use a smaller size")
@@ -150,16 +150,17 @@ def windows(fragment: Disassociated, first: int, window: int):
     boundary); shared chunks re-indexed to the sub-release."""
     if window < 1 or first % window:
         raise ParameterError("first", f"cluster {first} does not start a window of {window}")
+    by_window: dict[int, list] = {}
+    for s in fragment.shared_chunks:
+        home = {c // window for c in s.clusters}
+        if len(home) != 1:
+            raise ParameterError("release", f"a shared chunk joins clusters {s.clusters} "
+                                 "of two refine windows")
+        lo = home.pop() * window
+        by_window.setdefault(lo, []).append(
+            type(s)(tuple(c - lo for c in s.clusters), s.codes, s.subrecords))
     n = len(fragment.clusters)
     for lo in range(0, n, window):
-        hi = min(lo + window, n)
-        shared = []
-        for s in fragment.shared_chunks:
-            inside = [lo <= c < hi for c in s.clusters]
-            if any(inside) and not all(inside):
-                raise ParameterError("release", f"a shared chunk joins clusters {s.clusters} "
-                                     "of two refine windows")
-            if all(inside):
-                shared.append(type(s)(tuple(c - lo for c in s.clusters), s.codes, s.subrecords))
-        yield (first + lo) // window, Disassociated(fragment.k, fragment.m,
-                                                   fragment.clusters[lo:hi], tuple(shared))
+        yield (first + lo) // window, Disassociated(
+            fragment.k, fragment.m, fragment.clusters[lo:lo + window],
+            tuple(by_window.get(lo, ())))

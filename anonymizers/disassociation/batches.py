@@ -72,8 +72,9 @@ class Plan:
     def batches(self, batch_size: int, window: int) -> list[tuple[int, int]]:
         """``[first, stop)`` cluster ranges of whole refine windows.
 
-        There are as many as ranges of ``batch_size`` clusters (rounded up to
-        whole windows) would make, but the cuts fall where every batch holds
+        There are at most as many as ranges of ``batch_size`` clusters
+        (rounded up to whole windows) would make (fewer when two cuts would
+        fall on the same window boundary), and the cuts fall where every batch holds
         about the same number of codes: HORPART puts the records with the
         most codes first, so equal cluster counts gave a first batch nine
         times the work of the last, and one task held up the others.

@@ -7,9 +7,9 @@ Each batch's rows are turned back into the JSON form and checked by
 itself is checked, not trusted (as in ``verify_disassociation_batches``):
 the batches' cluster ranges must tile the clusters table, their patients
 must partition the input's, and no shared chunk may join clusters of two
-batches.  Rows a batch would never read are reported too: chunk rows naming
-a cluster outside the clusters table, shared-chunk rows of a shared chunk
-that joins no cluster.
+batches.  Rows a batch would never read are reported too: rows with a null
+id, chunk rows naming a cluster outside the clusters table, shared-chunk
+rows of a shared chunk that joins no cluster.
 
 Reading of the tables: a record chunk's domain is the set of codes its rows
 hold (the table has no row for an empty subrecord, and VERPART puts no code
@@ -33,13 +33,16 @@ from anonymizers.verify.verdict import Verdict
 class TableIndex:
     """The small, whole-release part of the tables: ``clusters``
     (cluster_id, size), ``shared_chunk_clusters`` (shared_id, cluster_id),
-    the (min, max) ``cluster_id`` of the record- and item-chunk tables, and
-    the distinct ``shared_id`` values of the shared-chunk table."""
+    the (min, max) ``cluster_id`` of the record- and item-chunk tables, the
+    distinct ``shared_id`` values of the shared-chunk table, and the number
+    of null ids of every table (``{"table.column": n}``): a row with a null
+    id is read by no batch."""
 
     clusters: pd.DataFrame
     shared_chunk_clusters: pd.DataFrame
     chunk_cluster_range: dict
     shared_ids: np.ndarray
+    null_ids: dict
 
 
 def verify_disassociation_tables(batches, patients, index: TableIndex,
@@ -71,7 +74,12 @@ def verify_disassociation_tables(batches, patients, index: TableIndex,
 
 
 def _check_split(batches, patients, index: TableIndex) -> list[str]:
-    bad = []
+    bad = [f"{where}: {n} rows with a null id" for where, n in index.null_ids.items() if n]
+    for name in ("clusters", "shared_chunk_clusters"):
+        if getattr(index, name).isna().any().any():
+            bad.append(f"{name}: a null value")
+    if bad:
+        return bad
     ids = np.sort(index.clusters["cluster_id"].to_numpy())
     n = len(ids)
     if not np.array_equal(ids, np.arange(n)):

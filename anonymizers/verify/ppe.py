@@ -42,54 +42,83 @@ def verify_policy(df: pd.DataFrame, constraints, k: int, filter: str) -> Verdict
 
 def verify_policy_batches(batches, constraints, k: int, filter: str) -> Verdict:
     """``verify_policy`` over the input given in batches of whole patients, so
-    that memory holds one batch (plus the policy).  ``batches()`` returns an
-    iterable of DataFrames (as ``verify_policy``'s ``df``), and is called twice.
+    that memory holds one batch (plus the policy and small sets).
+    ``batches()`` returns an iterable of DataFrames (as ``verify_policy``'s
+    ``df``), and is called twice.
 
     Support is a count of patients, so it is the sum of the batches' counts.
     The first pass sums the constraints' supports, finds which constraints
     are filtered records, and collects the filtered records no constraint
-    contains; the second sums those records' supports.  The violations are
-    those ``verify_policy`` reports; ``checked`` counts every batch's
-    distinct filtered records (a record found in two batches counts twice).
+    contains, unless one batch alone gives them support >= k (support only
+    grows); the second pass sums the remaining records' supports.  A patient
+    found in two batches is reported (the sums would count it twice).  The
+    violations are those ``verify_policy`` reports; ``checked`` counts every
+    batch's distinct filtered records (a record found in two batches counts
+    twice).
     """
     if isinstance(constraints, dict):
         constraints = constraints.get("constraints", [])
     violations: list[str] = []
     cons = _shape(constraints, violations)
-    index = {c: j for j, c in enumerate(cons)}
-    by_code = _by_code(cons)
-    support = np.zeros(len(cons), dtype=np.int64)
-    found = np.zeros(len(cons), dtype=bool)
-    uncovered: dict[frozenset, int] = {}
-    checked, n_batches = len(cons), 0
+    scan = _FirstPass(cons, k)
     for df in batches():
-        patients, filtered = _records(df, filter)
-        count = _counter(patients)
-        n_batches += 1
-        support += np.array([count(c) for c in cons], dtype=np.int64)
-        records = set(filtered)
-        checked += len(records)
-        for rec in records:
-            if rec in index:
-                found[index[rec]] = True
-            if not _holders(by_code, rec):
-                uncovered.setdefault(rec, 0)
+        scan.add(df, filter, violations)
+    uncovered = scan.uncovered
     if uncovered:  # one batch: its counter is still at hand
-        counters = [count] if n_batches == 1 else \
+        counters = [scan.count] if scan.n_batches == 1 else \
             (_counter(_records(df, filter)[0]) for df in batches())
         for count in counters:
             for rec in uncovered:
                 uncovered[rec] += count(rec)
     for j, c in enumerate(cons):
-        if not found[j]:
+        if not scan.found[j]:
             violations.append(f"constraint {sorted(c)} is not the code set of any filtered record")
-        if support[j] >= k:
-            violations.append(f"constraint {sorted(c)} has support {support[j]} >= k={k}: "
+        if scan.support[j] >= k:
+            violations.append(f"constraint {sorted(c)} has support {scan.support[j]} >= k={k}: "
                               "already protected")
-    violations += _contained(cons, by_code)
+    violations += _contained(cons, scan.by_code)
     violations += [f"filtered record {sorted(rec)} has support {s} < k={k} but no constraint "
                    "contains it" for rec, s in uncovered.items() if s < k]
-    return Verdict.from_violations(PROPERTY, checked, violations)
+    return Verdict.from_violations(PROPERTY, scan.checked, violations)
+
+
+class _FirstPass:
+    """What the first pass over the batches gathers (see ``verify_policy_batches``)."""
+
+    def __init__(self, cons: list[frozenset], k: int):
+        self.cons, self.k = cons, k
+        self.index = {c: j for j, c in enumerate(cons)}
+        self.by_code = _by_code(cons)
+        self.support = np.zeros(len(cons), dtype=np.int64)
+        self.found = np.zeros(len(cons), dtype=bool)
+        self.uncovered: dict[frozenset, int] = {}
+        self.settled: set[frozenset] = set()  # uncovered records with support >= k
+        self.patients: set[str] = set()
+        self.checked, self.n_batches, self.count = len(cons), 0, None
+
+    def add(self, df: pd.DataFrame, filter: str, violations: list[str]) -> None:
+        ids = set(df["patient_id"].astype(str).unique().tolist())
+        twice = ids & self.patients
+        if twice:
+            violations.append(f"patients {sorted(twice)[:5]} are in two batches: the batches "
+                              "must hold whole patients")
+        self.patients |= ids
+        patients, filtered = _records(df, filter)
+        count = self.count = _counter(patients)
+        self.n_batches += 1
+        self.support += np.array([count(c) for c in self.cons], dtype=np.int64)
+        records = set(filtered)
+        self.checked += len(records)
+        for rec in records:
+            if rec in self.index:
+                self.found[self.index[rec]] = True
+            if rec in self.settled or _holders(self.by_code, rec):
+                continue
+            if count(rec) >= self.k:
+                self.settled.add(rec)
+                self.uncovered.pop(rec, None)
+            else:
+                self.uncovered.setdefault(rec, 0)
 
 
 def _counter(patients: list[frozenset]):

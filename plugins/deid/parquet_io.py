@@ -101,6 +101,13 @@ def min_max(path: Path, column: str) -> tuple:
     return (min(lows), max(highs)) if lows else (None, None)
 
 
+def null_count(path: Path, column: str) -> int:
+    """Rows whose ``column`` is null (from the row groups' statistics when they have them)."""
+    f = pq.ParquetFile(path)
+    return sum(pc.count(f.read_row_group(i, columns=[column]).column(0), mode="only_null").as_py()
+               for i in range(f.num_row_groups))
+
+
 class ParquetFrame:
     """A staged table the load streams: its ``columns``, ``len`` and ``chunks``."""
 

@@ -39,6 +39,8 @@ def environment() -> dict:
     # when the process outlives its sockets (a large heap to free): 5 s by
     # default, which held a worker slot idle after about half of all tasks.
     env.setdefault("AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL", "1")
+    # and a task survives an unreachable API server as long as with the defaults (3 x 5 s)
+    env.setdefault("AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS", "15")
     return env
 
 

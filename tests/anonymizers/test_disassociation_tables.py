@@ -52,7 +52,10 @@ def verdict(data, p, frags, tables, k, m, claim=None):
     index = TableIndex(tables["clusters"], tables["shared_chunk_clusters"],
                        {b: (tables[b]["cluster_id"].min(), tables[b]["cluster_id"].max())
                         if len(tables[b]) else (None, None) for b in CHUNKS},
-                       tables["shared_chunks"]["shared_id"].unique())
+                       tables["shared_chunks"]["shared_id"].dropna().unique(),
+                       {f"{b}.{c}": int(tables[b][c].isna().sum())
+                        for b in (*CHUNKS, "shared_chunks") for c in tables[b].columns
+                        if c.endswith("_id")})
 
     def between(lo, hi):
         return {b: tables[b][(tables[b]["cluster_id"] >= lo) & (tables[b]["cluster_id"] < hi)]
@@ -126,8 +129,14 @@ def test_table_verifier_catches_tampered_tables():
     cl = tables["clusters"].copy()
     cl.loc[0, "size"] = 4
     assert not broken("clusters", cl).ok
+    nulls = rc.astype({"cluster_id": "float"})
+    nulls.loc[nulls.index[0], "cluster_id"] = None  # a row no batch would read
+    assert "null id" in " ".join(broken("record_chunks", nulls).violations)
     sh = tables["shared_chunks"]
     assert len(sh)  # refining made shared chunks
+    lost_id = sh.astype({"shared_id": "float"})
+    lost_id.loc[lost_id.index[0], "shared_id"] = None
+    assert "null id" in " ".join(broken("shared_chunks", lost_id).violations)
     lost = pd.concat([sh, sh.iloc[:1].assign(shared_id=sh["shared_id"].max() + 7)])
     assert "join no cluster" in " ".join(broken("shared_chunks", lost).violations)
 

@@ -114,3 +114,12 @@ def test_batched_verifier_reports_what_the_whole_one_does(patients, k, filt, dat
         split = verify_policy_batches(batches, policy, k, filt)
         assert split.ok == whole.ok
         assert sorted(split.violations) == sorted(whole.violations)
+
+
+def test_batched_verifier_reports_a_patient_split_over_batches():
+    df = to_df([[frozenset({"a", "b"})], [frozenset({"a"}), frozenset({"b"})]] * 3)
+    policy = [list(c) for c in extract_policy(df, PPEConfig(5, "all-visits")).constraints]
+    assert verify_policy_batches(lambda: [df], policy, 5, "all-visits").ok
+    halves = lambda: [df.iloc[::2], df.iloc[1::2]]  # noqa: E731 - visits of one patient apart
+    verdict = verify_policy_batches(halves, policy, 5, "all-visits")
+    assert not verdict.ok and "two batches" in " ".join(verdict.violations)

@@ -54,3 +54,10 @@ def test_an_empty_file(tmp_path):
     assert pio.min_max(path, "cluster_id") == (None, None)
     assert pio.distinct(path, "code").tolist() == []
     assert len(pio.ParquetFrame(path)) == 0 and list(pio.ParquetFrame(path).chunks(3)) == []
+
+
+def test_null_ids_are_counted(tmp_path):
+    path = tmp_path / "n.parquet"
+    pd.DataFrame({"cluster_id": [1, None, 3, None]}, dtype="Int64").to_parquet(
+        path, row_group_size=2)
+    assert pio.null_count(path, "cluster_id") == 2

@@ -8,6 +8,8 @@ from deid import standalone
 def test_worker_slots_free_within_a_second_unless_configured(monkeypatch, tmp_path):
     monkeypatch.setenv("DEID_VAR_DIR", str(tmp_path))
     monkeypatch.delenv("AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL", raising=False)
-    assert standalone.environment()["AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL"] == "1"
+    env = standalone.environment()
+    assert env["AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL"] == "1"
+    assert env["AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS"] == "15"
     monkeypatch.setenv("AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL", "3")
     assert standalone.environment()["AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL"] == "3"

@@ -7,6 +7,8 @@ its cluster's chunks.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 
@@ -38,6 +40,8 @@ STEPS = ("plan", "disassociate", "combine", "measure")
 MAPPED = {"disassociate": "plan"}  # one task per batch the plan step returns
 BLOCKS = ("clusters", "record_chunks", "item_chunks", "shared_chunks", "shared_chunk_clusters")
 TABLE_TYPES = {"code": "string"}  # every other column is an int64 id or size
+ID_COLUMNS = {"record_chunks": ("cluster_id", "chunk_id", "subrecord_id"),
+              "item_chunks": ("cluster_id",), "shared_chunks": ("shared_id", "subrecord_id")}
 
 
 def _records(run) -> pd.DataFrame:
@@ -74,7 +78,6 @@ def plan(run, params) -> list[dict]:
     size = staging.batch_size(params["batch_size"], p.n_clusters)
     # no cluster (fewer than k records): one empty batch, so the mapped step still runs
     ranges = p.batches(size, config.refine_window) or [(0, 0)]
-    p.rows.to_parquet(run.path("dis_plan.parquet"), index=False)
     for i, (lo, hi) in enumerate(ranges):
         rows = p.rows[(p.rows["cluster"] >= lo) & (p.rows["cluster"] < hi)]
         rows.to_parquet(run.path(f"dis_plan.b{i}.parquet"), index=False)
@@ -134,10 +137,11 @@ def measure(run, params) -> dict:
 
     info = run.read_json("dis_batches.json")
     n = len(info["ranges"])
-    batch = [lambda i=i: pd.read_parquet(run.path(f"dis_records.b{i}.parquet")) for i in range(n)]
+    batch = [lambda columns=None, i=i: pd.read_parquet(run.path(f"dis_records.b{i}.parquet"),
+                                                       columns=columns) for i in range(n)]
     if info["n_clusters"] == 0:  # fewer than k records, in no batch: measure them as one
-        batch = [lambda: _records(run)]
-    pairs = sum(sets_to_enumerate(read()["patient_id"], 2) for read in batch)
+        batch = [lambda columns=None: _records(run)]
+    pairs = sum(sets_to_enumerate(read(["patient_id"])["patient_id"], 2) for read in batch)
     sizes = (1, 2) if pairs <= dm.MAX_ENUMERATED else (1,)  # too many pairs: codes only
     utility = BatchedUtility(pio.distinct(run.path("claims.parquet"), "code"), sizes)
     for read in batch:
@@ -175,7 +179,8 @@ def verify(run, params) -> list[dict]:
     index = TableIndex(
         pd.read_parquet(table("clusters")), pd.read_parquet(table("shared_chunk_clusters")),
         {b: pio.min_max(table(b), "cluster_id") for b in ("record_chunks", "item_chunks")},
-        pio.distinct(table("shared_chunks"), "shared_id"))
+        pio.distinct(table("shared_chunks"), "shared_id"),
+        {f"{b}.{c}": pio.null_count(table(b), c) for b, cols in ID_COLUMNS.items() for c in cols})
 
     def records(patients):
         return pio.rows_of(claims, "patient_id", patients, ["patient_id", "code"]) \
@@ -193,7 +198,7 @@ def verify(run, params) -> list[dict]:
                                          m=params["m"]).as_dict()]
 
 
-def gates(run, params, source) -> list:
+def gates(run, params, source) -> Iterator[tuple]:
     """Per row group of each chunk table, so no gate holds a whole table."""
     import great_expectations as gx
 

@@ -12,6 +12,8 @@ Steps: ``prepare`` (extract, screen, encode; staged as ``hhp_staged.npz``),
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import json
 
 import numpy as np
@@ -134,7 +136,7 @@ def verify(run, params) -> list[dict]:
                            _claims(run, params)).as_dict()]
 
 
-def gates(run, params, source) -> list:
+def gates(run, params, source) -> Iterator[tuple]:
     """The released claims are checked a chunk at a time."""
     import great_expectations as gx
 
