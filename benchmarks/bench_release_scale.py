@@ -204,6 +204,7 @@ def airflow_run(spec: Spec, parallelism: int, conf: dict) -> dict:
     with standalone(home, env) as server:
         token = server.token()
         server.wait_for_dag(dag, token)
+        _fail_stale_runs(server, dag, token)
         memory.start()
         try:
             run_id = server.trigger(dag, conf, token)
@@ -216,6 +217,16 @@ def airflow_run(spec: Spec, parallelism: int, conf: dict) -> dict:
                                         f"taskInstances/{t}/xcomEntries/return_value"))
                 for t in ("extract", "load") if run["state"] == "success"}
     return {"run": run, "tis": tis, "memory": memory.peak, "xcom": xcom}
+
+
+def _fail_stale_runs(server, dag: str, token: str) -> None:
+    """A run left running by an interrupted benchmark would compete for the
+    workers (its staging is gone): mark it failed first."""
+    runs = server.api("GET", f"/api/v2/dags/{dag}/dagRuns?state=running&state=queued",
+                      token=token)["dag_runs"]
+    for run in runs:
+        server.api("PATCH", f"/api/v2/dags/{dag}/dagRuns/{run['dag_run_id']}",
+                   {"state": "failed"}, token=token)
 
 
 def _value(entry: dict):

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,11 +57,20 @@ class AirflowServer:
                     raise
                 time.sleep(3)
 
-    def trigger(self, dag_id: str, conf: dict, token: str) -> str:
+    def trigger(self, dag_id: str, conf: dict, token: str, attempts: int = 5) -> str:
+        """Unpause and trigger ``dag_id``; a server error (seen once right after
+        the DAG was first parsed) is retried a few times."""
         self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token=token)
-        run = self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns",
-                       {"logical_date": None, "conf": conf}, token=token)
-        return run["dag_run_id"]
+        for attempt in range(attempts):
+            try:
+                run = self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns",
+                               {"logical_date": None, "conf": conf}, token=token)
+                return run["dag_run_id"]
+            except urllib.error.HTTPError as exc:
+                if exc.code < 500 or attempt == attempts - 1:
+                    raise
+                time.sleep(3)
+        raise AssertionError("unreachable")
 
     def wait_for_run(self, dag_id: str, run_id: str, timeout: float) -> dict:
         """The run's record once it succeeded or failed."""
