@@ -230,16 +230,12 @@ def combine(plan_: Plan, fragments: list[Fragment], config: DisassociationConfig
     fragments = sorted(fragments, key=lambda f: f.first)
     clusters, shared, offset = [], [], 0
     for f in fragments:
-        if f.first != offset:
-            raise ParameterError("fragments", f"expected the batch starting at cluster "
-                                 f"{offset}, got one starting at {f.first}")
+        _expect_next(f, offset)
         clusters += f.release.clusters
         shared += [SharedChunk(tuple(c + offset for c in s.clusters), s.codes, s.subrecords)
                    for s in f.release.shared_chunks]
         offset += len(f.release.clusters)
-    if offset != plan_.n_clusters:
-        raise ParameterError("fragments", f"the batches hold {offset} clusters, the plan "
-                             f"{plan_.n_clusters}")
+    _expect_all(offset, plan_)
     release = Disassociated(config.k, config.m, tuple(clusters), tuple(shared))
     return release, _metrics(plan_, [f.figures for f in fragments])
 
@@ -255,9 +251,7 @@ class Stitcher:
         self.plan, self.clusters, self.shared, self.figures = plan_, 0, 0, []
 
     def add(self, fragment: Fragment) -> dict[str, pd.DataFrame]:
-        if fragment.first != self.clusters:
-            raise ParameterError("fragments", f"expected the batch starting at cluster "
-                                 f"{self.clusters}, got one starting at {fragment.first}")
+        _expect_next(fragment, self.clusters)
         tables = fragment.release.tables()
         for name in ("clusters", "record_chunks", "item_chunks", "shared_chunk_clusters"):
             tables[name]["cluster_id"] += self.clusters
@@ -269,10 +263,20 @@ class Stitcher:
         return tables
 
     def metrics(self) -> dict:
-        if self.clusters != self.plan.n_clusters:
-            raise ParameterError("fragments", f"the batches hold {self.clusters} clusters, "
-                                 f"the plan {self.plan.n_clusters}")
+        _expect_all(self.clusters, self.plan)
         return _metrics(self.plan, self.figures)
+
+
+def _expect_next(fragment: Fragment, offset: int) -> None:
+    if fragment.first != offset:
+        raise ParameterError("fragments", f"expected the batch starting at cluster "
+                             f"{offset}, got one starting at {fragment.first}")
+
+
+def _expect_all(n_clusters: int, plan_: Plan) -> None:
+    if n_clusters != plan_.n_clusters:
+        raise ParameterError("fragments", f"the batches hold {n_clusters} clusters, the plan "
+                             f"{plan_.n_clusters}")
 
 
 def _metrics(plan_: Plan, figures: list[dict]) -> dict:

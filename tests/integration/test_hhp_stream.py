@@ -21,7 +21,9 @@ def test_streamed_long_claims_are_the_whole_table_rows(tmp_path, rows):
     numbers = claims.groupby("member_id").cumcount().to_numpy(dtype=np.int32)
     source = hhp.LongClaims(path, numbers)
     streamed = pd.concat(list(source.chunks(rows)), ignore_index=True)
-    whole = hhp._claims_long(claims.astype(str))
+    whole = claims.astype(str)
+    whole.insert(1, "claim_number", whole.groupby("member_id").cumcount())
+    whole = hhp._melt(whole)  # the whole table at once
     assert len(source) == len(whole) == 2 * n and list(streamed.columns) == source.columns
     key = ["member_pseudonym", "claim_number", "attribute", "value"]
     pd.testing.assert_frame_equal(streamed.sort_values(key, ignore_index=True),

@@ -195,13 +195,6 @@ def _long(frame: pd.DataFrame, id_col: str) -> pd.DataFrame:
     return out.rename(columns={id_col: "member_pseudonym"})
 
 
-def _claims_long(claims: pd.DataFrame) -> pd.DataFrame:
-    """The whole table at once (tests compare the streamed rows with it)."""
-    claims = claims.reset_index(drop=True)
-    claims.insert(1, "claim_number", claims.groupby("member_id").cumcount())
-    return _melt(claims)
-
-
 def _melt(claims: pd.DataFrame) -> pd.DataFrame:
     out = claims.melt(id_vars=["member_id", "claim_number"], var_name="attribute",
                       value_name="value")
