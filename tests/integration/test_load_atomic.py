@@ -12,6 +12,8 @@ import pandas as pd
 import psycopg2
 import pytest
 from deid import load
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.warehouse
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -102,3 +104,37 @@ def test_reader_role_reads_release_and_nothing_else(warehouse):
                 cur.execute("CREATE TABLE release.sneaky (x int)")
     finally:
         reader.close()
+
+
+def _naive_policy_rows(policy, release, run_id):
+    return [(release, run_id, policy["k"], policy["filter"], i, c)
+            for i, cons in enumerate(policy["constraints"]) for c in cons]
+
+
+CODES = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)
+
+
+@given(st.lists(st.lists(CODES, max_size=6), max_size=12), st.integers(1, 50),
+       st.one_of(st.none(), st.text(max_size=5)))
+@settings(max_examples=60, deadline=None)
+def test_policy_frame_has_one_row_per_constraint_code(constraints, k, filt):
+    policy = {"k": k, "filter": filt, "constraints": constraints}
+    frame = load.policy_frame(policy, "rel", "run-1")
+    assert list(frame.columns) == ["release_name", "run_id", "k", "filter", "constraint_id",
+                                   "code"]
+    rows = [tuple(None if v is None or (isinstance(v, float) and v != v) else v for v in r)
+            for r in frame.astype(object).itertuples(index=False)]
+    assert rows == _naive_policy_rows(policy, "rel", "run-1")
+
+
+def test_swap_writes_the_policy_rows(warehouse):
+    policy = {"k": 5, "filter": "icd9", "constraints": [["250", "401.9"], [], ["V70"]]}
+    built = load.build_all("atomic_test", "run-p", "atomic_test",
+                           {"medco_records": _frame(3, "p")})
+    load.swap("atomic_test", "run-p", built, {"policy": policy}, _audit("run-p"))
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT k, filter, constraint_id, code FROM restricted.privacy_policies "
+                    "WHERE release_name = 'atomic_test' AND run_id = 'run-p' "
+                    "ORDER BY constraint_id, code")
+        assert cur.fetchall() == [(5, "icd9", 0, "250"), (5, "icd9", 0, "401.9"),
+                                  (5, "icd9", 2, "V70")]
