@@ -3,8 +3,9 @@ and the RESULTS.md summary (growth, speed-up, identical releases)."""
 
 from __future__ import annotations
 
+import pytest
 from benchmarks import run_all
-from benchmarks.bench_release_scale import stages
+from benchmarks.bench_release_scale import metadata_url, stages
 
 
 def _ti(tid, task, start, end, state="success", map_index=-1):
@@ -47,3 +48,22 @@ def test_summary_reports_growth_speedup_and_identity():
     text = "\n".join(run_all.scale_summary(by_name))
     assert "| hhp_search (6 tasks) | 80 | 50 | 1.6 |" in text
     assert text.count("release identical: **yes**") == 1  # HHP; disassociation differs now
+
+
+@pytest.mark.warehouse
+def test_metadata_url_names_a_database_airflow_can_use(warehouse):
+    import sqlalchemy
+
+    url = metadata_url("airflow_meta_test")
+    assert metadata_url("airflow_meta_test") == url  # the second call finds it
+    assert url.startswith("postgresql+psycopg2://")
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT current_database()").scalar() == "airflow_meta_test"
+    finally:
+        engine.dispose()
+        with warehouse.connect(autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute("DROP DATABASE airflow_meta_test")
+    with pytest.raises(ValueError, match="plain lower-case"):
+        metadata_url("meta; DROP DATABASE postgres")
