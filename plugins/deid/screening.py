@@ -31,11 +31,15 @@ PLAN = "screen_ranges.json"
 
 
 def plan(run, batch_members: int, scope: str = "TRUE") -> list[dict]:
-    """Member ranges of about ``batch_members`` members and each range's claims
-    in staging; returns ``{"index": i}`` per range."""
+    """Member ranges of at most ``batch_members`` members, as few as that allows
+    and of equal size (within one member), and each range's claims in
+    staging; returns ``{"index": i}`` per range.  Equal ranges keep the last
+    one from being a short task that leaves a worker idle."""
     ids = pio.distinct(run.path("claims.parquet"), "patient_id").tolist()
     size = staging.batch_size(batch_members, len(ids))
-    ranges = [(ids[i], ids[min(i + size, len(ids)) - 1]) for i in range(0, len(ids), size)]
+    n = -(-len(ids) // size)
+    cuts = [j * len(ids) // n for j in range(n + 1)]
+    ranges = [(ids[lo], ids[hi - 1]) for lo, hi in zip(cuts, cuts[1:])]
     run.write_json(PLAN, ranges)
     _split_claims(run, scope, [hi for _, hi in ranges])
     return [{"index": i} for i in range(len(ranges))]

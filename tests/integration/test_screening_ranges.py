@@ -26,6 +26,8 @@ def test_ranges_cover_every_member_once_and_respect_the_task_cap(monkeypatch):
     flat = sorted(ids)
     covered = [i for lo, hi in ranges for i in flat if lo <= i <= hi]
     assert covered == flat
+    sizes = [sum(lo <= i <= hi for i in flat) for lo, hi in ranges]
+    assert max(sizes) <= 40 and max(sizes) - min(sizes) <= 1
     monkeypatch.setattr(screening.staging, "MAX_MAPPED", 2)
     assert len(screening.plan(run, batch_members=1)) == 2
 
