@@ -127,7 +127,15 @@ def extract_policy(df: pd.DataFrame, config: PPEConfig, source: str = "input") -
     filter, ``visit_id``; one row per (patient, [visit,] code); duplicates
     collapse.  ``source`` names the table in error messages.
     """
-    codes, patients, filtered = _encode(df, config.filter, source)
+    return extract_policy_batches([df], config, source)
+
+
+def extract_policy_batches(batches, config: PPEConfig, source: str = "input") -> PPEResult:
+    """``extract_policy`` on the concatenation of ``batches`` (DataFrames as its
+    ``df``, read once, one at a time, split anywhere), holding only their
+    sparse encoding and the numbering of patients, visits and codes: the
+    policy is the same."""
+    codes, patients, filtered = _encode_batches(batches, config.filter, source)
     distinct, copies = _distinct_rows(filtered)
     larger = _containment_counts(distinct, distinct, copies, strict=True)[0]
     maximal = np.flatnonzero(larger == 0)
@@ -175,22 +183,82 @@ def policy_from_dict(obj: object, source: str = "privacy policy") -> PPEResult:
     return PPEResult(k, str(filt), out, {})
 
 
-def _encode(df: pd.DataFrame, filt: str, source: str):
-    """Vocabulary, patient records and filtered records as binary CSR."""
+def _encode_batches(batches, filt: str, source: str):
+    """Vocabulary (sorted), patient records and filtered records as binary CSR,
+    built one batch at a time: patients and visits are numbered in order of
+    first sight, as ``pd.factorize`` numbers the whole table, and each batch
+    adds (row, code) pairs."""
+    codes, patients, visits = _Numbering(), _Numbering(), _Numbering()
+    p_rows, v_rows, cols = [], [], []
+    offset = 0
+    for df in batches:
+        _check_columns(df, filt, source, offset)
+        local, idx = sorted_codes(df["code"])
+        cols.append(codes.add(local)[idx])
+        p_rows.append(_numbers(patients, df["patient_id"].astype(str)))
+        if filt == "single-visit":
+            v_rows.append(_numbers(visits, _visit_keys(df)))
+        offset += len(df)
+    vocab, rank = codes.sorted()
+    col = rank[_cat(cols)]
+    records = _binary_csr(_cat(p_rows), col, (len(patients), len(vocab)))
+    if filt == "all-visits":
+        return vocab, records, records
+    return vocab, records, _binary_csr(_cat(v_rows), col, (len(visits), len(vocab)))
+
+
+def _visit_keys(df: pd.DataFrame) -> pd.Series:
+    """One string per (patient, visit), unambiguous whatever the ids hold:
+    the patient id's length, ':', the patient id, the visit id."""
+    patient = df["patient_id"].astype(str)
+    return patient.str.len().astype(str) + ":" + patient + df["visit_id"].astype(str)
+
+
+def _numbers(numbering: "_Numbering", values: pd.Series) -> np.ndarray:
+    idx, uniques = pd.factorize(values, sort=False)
+    return numbering.add(np.asarray(uniques, dtype=object))[idx]
+
+
+def _check_columns(df: pd.DataFrame, filt: str, source: str, offset: int) -> None:
     required = ["patient_id", "code"] + (["visit_id"] if filt == "single-visit" else [])
     missing = [c for c in required if c not in df.columns]
     if missing:
         hint = " (the single-visit filter needs visit_id)" if "visit_id" in missing else ""
         raise InputError(source, f"missing column(s) {missing}{hint}", field=missing[0])
-    check_no_nulls(df, source, required)
-    codes, c_idx = sorted_codes(df["code"])
-    p_idx, p_uni = pd.factorize(df["patient_id"].astype(str), sort=False)
-    patients = _binary_csr(p_idx, c_idx, (len(p_uni), len(codes)))
-    if filt == "all-visits":
-        return codes, patients, patients
-    visit = pd.MultiIndex.from_arrays([df["patient_id"].astype(str), df["visit_id"].astype(str)])
-    v_idx, v_uni = pd.factorize(visit, sort=False)
-    return codes, patients, _binary_csr(v_idx, c_idx, (len(v_uni), len(codes)))
+    try:
+        check_no_nulls(df, source, required)
+    except InputError as exc:  # rows count from the start of the first batch
+        raise InputError(source, "empty value", row=exc.row + offset, field=exc.field) from None
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+class _Numbering:
+    """Distinct values numbered in order of first sight, over several calls."""
+
+    def __init__(self):
+        self._index = pd.Index([], dtype=object)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def add(self, distinct: np.ndarray) -> np.ndarray:
+        """The numbers of ``distinct`` (distinct values), new ones appended."""
+        where = self._index.get_indexer(distinct)
+        if (where < 0).any():
+            self._index = self._index.append(pd.Index(distinct[where < 0], dtype=object))
+            where = self._index.get_indexer(distinct)
+        return where
+
+    def sorted(self) -> tuple[np.ndarray, np.ndarray]:
+        """The values sorted (as ``sorted_codes`` sorts), and each number's rank."""
+        values = np.asarray(self._index, dtype=object)
+        order = np.argsort(values, kind="stable")
+        rank = np.empty(len(values), dtype=np.int64)
+        rank[order] = np.arange(len(values))
+        return values[order], rank
 
 
 def _binary_csr(rows, cols, shape) -> sp.csr_matrix:

@@ -114,17 +114,12 @@ def claims(run: Run, columns=None) -> pd.DataFrame:
     return pd.read_parquet(run.path("claims.parquet"), columns=columns)
 
 
-def _visits(run: Run) -> pd.DataFrame:
-    """patient_id, visit_id, code: a visit is a claim (single-visit filter)."""
-    return claims(run, ["patient_id", "claim_id", "code"]).rename(
-        columns={"claim_id": "visit_id"})
-
-
 VERIFY_PATIENTS = 20_000  # patients per batch of the PPE verifier
 
 
 def _visit_batches(run: Run):
-    """``_visits`` in batches of whole patients (ranges of sorted ids), re-read
+    """patient_id, visit_id (a visit is a claim, for the single-visit filter)
+    and code, in batches of whole patients (ranges of sorted ids), re-read
     on every call, so that the verifier holds one batch at a time."""
     path = run.path("claims.parquet")
     bounds = pio.distinct(path, "patient_id")[::VERIFY_PATIENTS].tolist()
@@ -139,10 +134,14 @@ def _visit_batches(run: Run):
 
 
 def privacy_policy(run: Run, k: int, filter: str) -> dict:
-    """PPE on the extracted claims: its constraints are the risk before."""
-    from anonymizers.ppe import PPEConfig, extract_policy
+    """PPE on the extracted claims: its constraints are the risk before.  The
+    claims are read a row group at a time; PPE keeps their sparse form."""
+    from anonymizers.ppe import PPEConfig, extract_policy_batches
 
-    result = extract_policy(_visits(run), PPEConfig(k=k, filter=filter))
+    groups = (g.rename(columns={"claim_id": "visit_id"}) for g in pio.row_groups(
+        run.path("claims.parquet"), ["patient_id", "claim_id", "code"]))
+    result = extract_policy_batches(groups, PPEConfig(k=k, filter=filter),
+                                    source="claims.parquet")
     policy = result.to_dict()
     run.write_json("policy.json", policy)
     return {"constraints": len(policy["constraints"]), **Run.small(result.metrics)}

@@ -8,7 +8,10 @@ import pandas as pd
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from anonymizers.ppe import PPEConfig, extract_policy
+import pytest
+
+from anonymizers.errors import InputError
+from anonymizers.ppe import PPEConfig, extract_policy, extract_policy_batches
 from anonymizers.verify.ppe import verify_policy, verify_policy_batches
 
 CODES = ["-1", "-9", "V15.4", "E950", "10292", "401", "493.00", "Δ", "é", "a", "b", "c"]
@@ -123,3 +126,31 @@ def test_batched_verifier_reports_a_patient_split_over_batches():
     halves = lambda: [df.iloc[::2], df.iloc[1::2]]  # noqa: E731 - visits of one patient apart
     verdict = verify_policy_batches(halves, policy, 5, "all-visits")
     assert not verdict.ok and "two batches" in " ".join(verdict.violations)
+
+
+@given(dataset, st.integers(1, 6), st.sampled_from(["single-visit", "all-visits"]), st.data())
+def test_batched_extraction_gives_the_whole_policy(patients, k, filt, data):
+    df = to_df(patients)
+    whole = extract_policy(df, PPEConfig(k, filt))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(df)), max_size=4)))
+    bounds = [0, *cuts, len(df)]  # anywhere: a patient's rows may fall in two batches
+    batches = [df.iloc[a:b] for a, b in zip(bounds, bounds[1:])]
+    order = data.draw(st.permutations(range(len(batches))))  # and in any order
+    split = extract_policy_batches((batches[i] for i in order), PPEConfig(k, filt))
+    assert split.constraints == whole.constraints
+    assert split.metrics == whole.metrics
+
+
+def test_visit_keys_do_not_collide_whatever_the_ids_hold():
+    df = pd.DataFrame({"patient_id": ["a:1", "a", "a"], "visit_id": ["x", ":1x", "1:x"],
+                       "code": ["c", "c", "c"]})
+    policy = extract_policy_batches([df.iloc[:1], df.iloc[1:]], PPEConfig(2, "single-visit"))
+    assert policy.metrics["n_filtered_records"] == 3
+
+
+def test_batched_extraction_names_the_row_of_an_empty_code():
+    df = to_df([[frozenset({"a", "b"})], [frozenset({"c"})]])
+    bad = df.copy()
+    bad.loc[bad.index[2], "code"] = None
+    with pytest.raises(InputError, match="row 3, field 'code'"):
+        extract_policy_batches([bad.iloc[:2], bad.iloc[2:]], PPEConfig(2, "all-visits"))
