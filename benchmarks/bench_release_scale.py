@@ -127,7 +127,10 @@ def plain_copy_out() -> dict:
 
 def plain_copy_in(spec: Spec) -> dict:
     """The release's rows, written out, then ``COPY FROM`` a file into a table
-    of the same shape: the load's baseline."""
+    of the same shape: the load's baseline.  The table is a plain one created
+    in the same transaction, as the load's build tables are (a temporary
+    table would skip the write-ahead log the load pays for); it is rolled
+    back."""
     from deid.warehouse import connect
 
     rows = seconds = 0.0
@@ -136,13 +139,14 @@ def plain_copy_in(spec: Spec) -> dict:
             path = HOME / f"plain_{block}.csv"
             with open(path, "w") as f:
                 cur.copy_expert(f"COPY release.{spec.release}_{block} TO STDOUT WITH (FORMAT csv)", f)
-            cur.execute(f"CREATE TEMP TABLE plain_{block} "
+            cur.execute(f"CREATE TABLE release_build.plain_{block} "
                         f"(LIKE release.{spec.release}_{block})")
             t0 = time.perf_counter()
             with open(path) as f:
-                cur.copy_expert(f"COPY plain_{block} FROM STDIN WITH (FORMAT csv)", f)
+                cur.copy_expert(f"COPY release_build.plain_{block} FROM STDIN WITH (FORMAT csv)",
+                                f)
             seconds += time.perf_counter() - t0
-            cur.execute(f"SELECT count(*) FROM plain_{block}")
+            cur.execute(f"SELECT count(*) FROM release_build.plain_{block}")
             rows += cur.fetchone()[0]
             path.unlink()
         conn.rollback()
