@@ -45,12 +45,14 @@ def require_columns(df, source: str, columns) -> None:
                          field=missing[0])
 
 
-def check_no_nulls(df: pd.DataFrame, source: str, columns: list[str]) -> None:
-    """Raise InputError at the first empty value of ``columns``."""
+def check_no_nulls(df: pd.DataFrame, source: str, columns: list[str],
+                   first_row: int = 1) -> None:
+    """Raise InputError at the first empty value of ``columns``; ``df``'s first
+    row is row ``first_row`` of ``source`` (a later batch of it)."""
     for col in columns:
         bad = df[col].isna().to_numpy()
         if bad.any():
-            row = int(bad.argmax()) + 1
+            row = int(bad.argmax()) + first_row
             raise InputError(source, "empty value", row=row, field=col)
 
 

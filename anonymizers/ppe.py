@@ -225,10 +225,7 @@ def _check_columns(df: pd.DataFrame, filt: str, source: str, offset: int) -> Non
     if missing:
         hint = " (the single-visit filter needs visit_id)" if "visit_id" in missing else ""
         raise InputError(source, f"missing column(s) {missing}{hint}", field=missing[0])
-    try:
-        check_no_nulls(df, source, required)
-    except InputError as exc:  # rows count from the start of the first batch
-        raise InputError(source, "empty value", row=exc.row + offset, field=exc.field) from None
+    check_no_nulls(df, source, required, first_row=offset + 1)
 
 
 def _cat(parts: list[np.ndarray]) -> np.ndarray:

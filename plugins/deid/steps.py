@@ -115,6 +115,11 @@ def claims(run: Run, columns=None) -> pd.DataFrame:
 
 
 VERIFY_PATIENTS = 20_000  # patients per batch of the PPE verifier
+VISIT_COLUMNS = ["patient_id", "claim_id", "code"]  # a visit is a claim
+
+
+def _as_visits(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.rename(columns={"claim_id": "visit_id"})
 
 
 def _visit_batches(run: Run):
@@ -126,9 +131,7 @@ def _visit_batches(run: Run):
 
     def batches():
         for lo, hi in zip(bounds, [*bounds[1:], None]):
-            yield pio.rows_between(path, "patient_id", lo, hi,
-                                   ["patient_id", "claim_id", "code"]).rename(
-                columns={"claim_id": "visit_id"})
+            yield _as_visits(pio.rows_between(path, "patient_id", lo, hi, VISIT_COLUMNS))
 
     return batches
 
@@ -138,8 +141,7 @@ def privacy_policy(run: Run, k: int, filter: str) -> dict:
     claims are read a row group at a time; PPE keeps their sparse form."""
     from anonymizers.ppe import PPEConfig, extract_policy_batches
 
-    groups = (g.rename(columns={"claim_id": "visit_id"}) for g in pio.row_groups(
-        run.path("claims.parquet"), ["patient_id", "claim_id", "code"]))
+    groups = map(_as_visits, pio.row_groups(run.path("claims.parquet"), VISIT_COLUMNS))
     result = extract_policy_batches(groups, PPEConfig(k=k, filter=filter),
                                     source="claims.parquet")
     policy = result.to_dict()
