@@ -67,7 +67,7 @@ import scipy.sparse as sp
 
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.io import check_no_nulls
-from anonymizers.records import sorted_codes
+from anonymizers.records import BatchEncoder, Numbering, binary_csr
 
 FILTERS = ("single-visit", "all-visits")
 _LOOKUP_BUDGET = 4_000_000  # membership look-ups per vectorised chunk
@@ -185,26 +185,22 @@ def policy_from_dict(obj: object, source: str = "privacy policy") -> PPEResult:
 
 def _encode_batches(batches, filt: str, source: str):
     """Vocabulary (sorted), patient records and filtered records as binary CSR,
-    built one batch at a time: patients and visits are numbered in order of
-    first sight, as ``pd.factorize`` numbers the whole table, and each batch
-    adds (row, code) pairs."""
-    codes, patients, visits = _Numbering(), _Numbering(), _Numbering()
-    p_rows, v_rows, cols = [], [], []
+    built one batch at a time (``BatchEncoder``): patients and visits are
+    numbered in order of first sight, as ``pd.factorize`` numbers the whole
+    table."""
+    encoder, visits, v_rows = BatchEncoder(), Numbering(), []
     offset = 0
     for df in batches:
         _check_columns(df, filt, source, offset)
-        local, idx = sorted_codes(df["code"])
-        cols.append(codes.add(local)[idx])
-        p_rows.append(_numbers(patients, df["patient_id"].astype(str)))
+        encoder.add(df["patient_id"].astype(str), df["code"])
         if filt == "single-visit":
-            v_rows.append(_numbers(visits, _visit_keys(df)))
+            v_rows.append(visits.numbers(_visit_keys(df)))
         offset += len(df)
-    vocab, rank = codes.sorted()
-    col = rank[_cat(cols)]
-    records = _binary_csr(_cat(p_rows), col, (len(patients), len(vocab)))
+    records, col = encoder.finish()
     if filt == "all-visits":
-        return vocab, records, records
-    return vocab, records, _binary_csr(_cat(v_rows), col, (len(visits), len(vocab)))
+        return records.codes, records.matrix, records.matrix
+    rows = np.concatenate(v_rows) if v_rows else np.zeros(0, dtype=np.int64)
+    return records.codes, records.matrix, binary_csr(rows, col, (len(visits), len(records.codes)))
 
 
 def _visit_keys(df: pd.DataFrame) -> pd.Series:
@@ -214,11 +210,6 @@ def _visit_keys(df: pd.DataFrame) -> pd.Series:
     return patient.str.len().astype(str) + ":" + patient + df["visit_id"].astype(str)
 
 
-def _numbers(numbering: "_Numbering", values: pd.Series) -> np.ndarray:
-    idx, uniques = pd.factorize(values, sort=False)
-    return numbering.add(np.asarray(uniques, dtype=object))[idx]
-
-
 def _check_columns(df: pd.DataFrame, filt: str, source: str, offset: int) -> None:
     required = ["patient_id", "code"] + (["visit_id"] if filt == "single-visit" else [])
     missing = [c for c in required if c not in df.columns]
@@ -226,45 +217,6 @@ def _check_columns(df: pd.DataFrame, filt: str, source: str, offset: int) -> Non
         hint = " (the single-visit filter needs visit_id)" if "visit_id" in missing else ""
         raise InputError(source, f"missing column(s) {missing}{hint}", field=missing[0])
     check_no_nulls(df, source, required, first_row=offset + 1)
-
-
-def _cat(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
-
-
-class _Numbering:
-    """Distinct values numbered in order of first sight, over several calls."""
-
-    def __init__(self):
-        self._index = pd.Index([], dtype=object)
-
-    def __len__(self) -> int:
-        return len(self._index)
-
-    def add(self, distinct: np.ndarray) -> np.ndarray:
-        """The numbers of ``distinct`` (distinct values), new ones appended."""
-        where = self._index.get_indexer(distinct)
-        if (where < 0).any():
-            self._index = self._index.append(pd.Index(distinct[where < 0], dtype=object))
-            where = self._index.get_indexer(distinct)
-        return where
-
-    def sorted(self) -> tuple[np.ndarray, np.ndarray]:
-        """The values sorted (as ``sorted_codes`` sorts), and each number's rank."""
-        values = np.asarray(self._index, dtype=object)
-        order = np.argsort(values, kind="stable")
-        rank = np.empty(len(values), dtype=np.int64)
-        rank[order] = np.arange(len(values))
-        return values[order], rank
-
-
-def _binary_csr(rows, cols, shape) -> sp.csr_matrix:
-    m = sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (np.asarray(rows), np.asarray(cols))),
-                      shape=shape)
-    m.sum_duplicates()
-    m.data[:] = 1
-    m.sort_indices()
-    return m
 
 
 def _distinct_rows(m: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:

@@ -103,3 +103,75 @@ def sorted_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     idx, uniques = pd.factorize(values, sort=False)
     return np.asarray(uniques, dtype=object), idx
+
+
+class Numbering:
+    """Distinct values numbered in order of first sight, over several calls."""
+
+    def __init__(self):
+        self._index = pd.Index([], dtype=object)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def add(self, distinct: np.ndarray) -> np.ndarray:
+        """The numbers of ``distinct`` (distinct values), new ones appended."""
+        where = self._index.get_indexer(distinct)
+        if (where < 0).any():
+            self._index = self._index.append(pd.Index(distinct[where < 0], dtype=object))
+            where = self._index.get_indexer(distinct)
+        return where
+
+    def numbers(self, values: pd.Series) -> np.ndarray:
+        """The number of every value of ``values`` (repeats allowed)."""
+        idx, uniques = pd.factorize(values, sort=False)
+        return self.add(np.asarray(uniques, dtype=object))[idx]
+
+    def values(self) -> np.ndarray:
+        return np.asarray(self._index, dtype=object)
+
+    def sorted(self) -> tuple[np.ndarray, np.ndarray]:
+        """The values sorted (as ``sorted_codes`` sorts), and each number's rank."""
+        values = self.values()
+        order = np.argsort(values, kind="stable")
+        rank = np.empty(len(values), dtype=np.int64)
+        rank[order] = np.arange(len(values))
+        return values[order], rank
+
+
+class BatchEncoder:
+    """``encode`` of a long table given in row batches, holding only the
+    integer (row, code) pairs: after any split of the rows (in order),
+    ``finish()`` gives the Records ``encode`` gives for the whole table,
+    patients in order of first sight and codes sorted."""
+
+    def __init__(self):
+        self.patients, self.codes = Numbering(), Numbering()
+        self._rows: list[np.ndarray] = []
+        self._cols: list[np.ndarray] = []
+
+    def add(self, patients: pd.Series, codes: pd.Series) -> None:
+        local, idx = sorted_codes(codes)
+        self._cols.append(self.codes.add(local)[idx].astype(np.int32))
+        self._rows.append(self.patients.numbers(patients).astype(np.int32))
+
+    def finish(self) -> tuple[Records, np.ndarray]:
+        """The Records, and the (sorted) code column of every row added, in order."""
+        vocab, rank = self.codes.sorted()
+        col = rank[_cat(self._cols)]
+        matrix = binary_csr(_cat(self._rows), col, (len(self.patients), len(vocab)))
+        return Records(self.patients.values(), vocab, matrix), col
+
+
+def binary_csr(rows, cols, shape) -> sp.csr_matrix:
+    """0/1 CSR matrix of the (row, col) pairs (repeats collapse), indices sorted."""
+    m = sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (np.asarray(rows), np.asarray(cols))),
+                      shape=shape)
+    m.sum_duplicates()
+    m.data[:] = 1
+    m.sort_indices()
+    return m
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)

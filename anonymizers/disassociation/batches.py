@@ -4,7 +4,8 @@ refining can run in separate processes (one Airflow task per batch).
 The work splits in three:
 
 - ``plan(records, config)``: prepare and HORPART (Fig. 8) over all records,
-  then ``merge_small``.  HORPART is a recursive split of the whole data set
+  then ``merge_small``; ``plan_batches`` does the same from row batches of
+  the long table, so that the whole table is never in memory.  HORPART is a recursive split of the whole data set
   and stays in one process; it needs only the encoded records.  The plan is
   the cluster of every record and the record's place in its cluster.
 - ``run_batch(records, plan_rows, config, n_clusters)``: VERPART (Fig. 9)
@@ -34,6 +35,7 @@ secret, and does not depend on the batching.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +43,7 @@ import pandas as pd
 
 from anonymizers.disassociation.config import DisassociationConfig
 from anonymizers.disassociation.horpart import horpart, merge_small
-from anonymizers.disassociation.prepare import prepare
+from anonymizers.disassociation.prepare import Prepared, prepare, prepare_batches
 from anonymizers.disassociation.ragged import Part, concat, gather
 from anonymizers.disassociation.refine import refine
 from anonymizers.disassociation.release import (
@@ -122,8 +124,20 @@ class Fragment:
 
 def plan(records: pd.DataFrame, config: DisassociationConfig) -> Plan:
     """Prepare and HORPART all records (see the module docstring)."""
-    prep = prepare(records, config.utility_policy, config.sensitive_codes,
-                   config.repeated_codes)
+    return _plan(prepare(records, config.utility_policy, config.sensitive_codes,
+                         config.repeated_codes), config)
+
+
+def plan_batches(batches: Iterable[pd.DataFrame], config: DisassociationConfig,
+                 source: str = "records") -> Plan:
+    """``plan`` of the long table the row batches make up (in order), holding
+    one batch at a time plus the encoded records: the same Plan for any split
+    of the rows."""
+    return _plan(prepare_batches(batches, config.utility_policy, config.sensitive_codes,
+                                 config.repeated_codes, source), config)
+
+
+def _plan(prep: Prepared, config: DisassociationConfig) -> Plan:
     matrix = prep.records.matrix
     n = matrix.shape[0]
     figures = {"n_records": int(n), "n_codes": int(prep.records.n_codes),

@@ -10,13 +10,15 @@ cannot collide with another code (``"25"`` + ``"11"`` vs ``"251"`` + ``"1"``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from anonymizers.errors import InputError
-from anonymizers.records import Records, encode
+from anonymizers.errors import InputError, ParameterError
+from anonymizers.io import check_no_nulls
+from anonymizers.records import BatchEncoder, Records, encode
 
 OCCURRENCE_SEP = "#"
 
@@ -48,8 +50,9 @@ def merge_occurrences(codes) -> np.ndarray:
     return np.array([c.rsplit(OCCURRENCE_SEP, 1)[0] for c in arr], dtype=object)
 
 
-def check_input(df: pd.DataFrame, source: str = "records") -> pd.DataFrame:
-    """The input must be a table with non-empty ``patient_id`` and ``code``."""
+def check_input(df: pd.DataFrame, source: str = "records", first_row: int = 1) -> pd.DataFrame:
+    """The input must be a table with non-empty ``patient_id`` and ``code``;
+    ``df``'s first row is row ``first_row`` of ``source`` (a later batch of it)."""
     if not isinstance(df, pd.DataFrame):
         raise InputError(source, f"expected a pandas DataFrame with columns patient_id, "
                          f"code; got {type(df).__name__}")
@@ -57,14 +60,11 @@ def check_input(df: pd.DataFrame, source: str = "records") -> pd.DataFrame:
     if missing:
         raise InputError(source, f"missing column(s) {missing}; found {list(df.columns)}",
                          field=missing[0])
-    for col in ("patient_id", "code"):
-        bad = df[col].isna().to_numpy()
-        if bad.any():
-            raise InputError(source, "empty value", row=int(bad.argmax()) + 1, field=col)
-    codes = df["code"].astype(str)
-    if (codes.str.len() == 0).any():
-        row = int((codes.str.len() == 0).to_numpy().argmax()) + 1
-        raise InputError(source, "empty code", row=row, field="code")
+    check_no_nulls(df, source, ["patient_id", "code"], first_row)
+    empty = (df["code"].astype(str).str.len() == 0).to_numpy()
+    if empty.any():
+        raise InputError(source, "empty code", row=int(empty.argmax()) + first_row,
+                         field="code")
     return df
 
 
@@ -75,7 +75,30 @@ def prepare(df: pd.DataFrame, policy, sensitive_codes, repeated: bool) -> Prepar
     df = df.assign(code=df["code"].astype(str))
     if repeated:
         df = split_occurrences(df)
-    records = encode(df, "patient_id", "code")
+    return _prepared(encode(df, "patient_id", "code"), policy, sensitive_codes, repeated)
+
+
+def prepare_batches(batches: Iterable[pd.DataFrame], policy, sensitive_codes,
+                    repeated: bool, source: str = "records") -> Prepared:
+    """``prepare`` of the long table the row batches make up, in order, holding
+    one batch at a time plus the integer encoding (``BatchEncoder``): the
+    same Prepared as ``prepare(pd.concat(batches))``.
+
+    Repeated codes are refused: numbering a code's occurrences needs all of a
+    patient's rows at once, which batches of rows do not give.
+    """
+    if repeated:
+        raise ParameterError("repeated_codes", "not available when the records come in "
+                             "batches; pass the whole table to prepare()")
+    encoder, offset = BatchEncoder(), 0
+    for df in batches:
+        check_input(df, source, first_row=offset + 1)
+        encoder.add(df["patient_id"], df["code"])
+        offset += len(df)
+    return _prepared(encoder.finish()[0], policy, sensitive_codes, repeated)
+
+
+def _prepared(records: Records, policy, sensitive_codes, repeated: bool) -> Prepared:
     base = merge_occurrences(records.codes) if repeated else records.codes
     index = pd.Index(base)
     constraint = np.full(records.n_codes, -1, dtype=np.int64)

@@ -44,8 +44,13 @@ ID_COLUMNS = {"record_chunks": ("cluster_id", "chunk_id", "subrecord_id"),
               "item_chunks": ("cluster_id",), "shared_chunks": ("shared_id", "subrecord_id")}
 
 
+RECORD_COLUMNS = ["patient_id", "code"]
+RECORD_TYPES = {"patient_id": "string", "code": "string"}
+
+
 def _records(run) -> pd.DataFrame:
-    return (pd.read_parquet(run.path("claims.parquet"), columns=["patient_id", "code"])
+    """All distinct (patient, code) rows: only for fewer than k records."""
+    return (pd.read_parquet(run.path("claims.parquet"), columns=RECORD_COLUMNS)
             .drop_duplicates(ignore_index=True))
 
 
@@ -67,25 +72,44 @@ def _config(params, policy):
 
 
 def plan(run, params) -> list[dict]:
-    """HORPART over all records (one task), then each batch's records and
-    plan rows to staging.  Returns the batches: numbers only, never ids."""
-    from anonymizers.disassociation.batches import plan as make_plan
+    """HORPART over all records (one task, holding them encoded: the claims are
+    read a row group at a time), then each batch's records and plan rows to
+    staging.  Returns the batches: numbers only, never ids."""
+    from anonymizers.disassociation.batches import plan_batches
 
-    records = _records(run)
-    policy = _policy(params, records["code"].unique())
+    claims = run.path("claims.parquet")
+    policy = _policy(params, pio.distinct(claims, "code"))
     config = _config(params, policy)
-    p = make_plan(records, config)
+    p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source="claims.parquet")
     size = staging.batch_size(params["batch_size"], p.n_clusters)
     # no cluster (fewer than k records): one empty batch, so the mapped step still runs
     ranges = p.batches(size, config.refine_window) or [(0, 0)]
-    for i, (lo, hi) in enumerate(ranges):
-        rows = p.rows[(p.rows["cluster"] >= lo) & (p.rows["cluster"] < hi)]
-        rows.to_parquet(run.path(f"dis_plan.b{i}.parquet"), index=False)
-        records[records["patient_id"].isin(rows["patient_id"])].to_parquet(
-            run.path(f"dis_records.b{i}.parquet"), index=False)
+    _write_batches(run, p.rows, ranges)
     run.write_json("dis_batches.json", {"ranges": ranges, "policy": policy,
                                         "n_clusters": p.n_clusters, "metrics": p.metrics})
     return [{"index": i, "clusters": hi - lo} for i, (lo, hi) in enumerate(ranges)]
+
+
+def _write_batches(run, rows: pd.DataFrame, ranges: list) -> None:
+    """Batch ``i``'s plan rows to ``dis_plan.b<i>``, and its patients' distinct
+    (patient, code) rows, in claims order, to ``dis_records.b<i>``: the claims
+    are routed a row group at a time, then each batch file is deduplicated on
+    its own (a patient's rows all go to one batch)."""
+    batch_of = np.searchsorted([lo for lo, _ in ranges], rows["cluster"].to_numpy(),
+                               side="right") - 1
+    for i in range(len(ranges)):
+        rows[batch_of == i].to_parquet(run.path(f"dis_plan.b{i}.parquet"), index=False)
+    patients = pd.Index(rows["patient_id"])
+    lookup = np.append(batch_of, -1)  # index -1 (a patient in no cluster, n < k): no batch
+    paths = {i: run.path(f"dis_records.b{i}.parquet") for i in range(len(ranges))}
+    with pio.ParquetAppender(paths, RECORD_TYPES) as out:
+        out.append({i: pd.DataFrame({c: pd.Series(dtype="str") for c in RECORD_COLUMNS})
+                    for i in paths})  # every file exists, with its schema
+        for group in pio.row_groups(run.path("claims.parquet"), RECORD_COLUMNS):
+            batch = lookup[patients.get_indexer(group["patient_id"])]
+            out.append({i: group[batch == i] for i in np.unique(batch[batch >= 0]).tolist()})
+    for path in paths.values():
+        pd.read_parquet(path).drop_duplicates(ignore_index=True).to_parquet(path, index=False)
 
 
 def disassociate(run, params, batch) -> dict:

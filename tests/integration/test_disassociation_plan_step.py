@@ -1,0 +1,62 @@
+"""The disassociation plan step reads the staged claims a row group at a
+time and still writes, per batch, the plan rows and the distinct
+(patient, code) rows, in claims order, that the whole table gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deid.methods import disassociation as dis
+from deid.methods import param_schemas
+from deid.steps import Run
+
+from anonymizers.disassociation.batches import plan
+
+
+def _claims(run: Run, n_patients: int, seed: int) -> pd.DataFrame:
+    """Claims with patients interleaved and repeated (patient, code) pairs,
+    in row groups of 7 rows."""
+    rng = np.random.default_rng(seed)
+    rows = pd.DataFrame({"patient_id": [f"m{i:03d}" for i in rng.integers(0, n_patients, 600)],
+                         "claim_id": [f"c{i}" for i in range(600)],
+                         "code": [f"{c:03d}" for c in rng.zipf(1.6, 600) % 40]})
+    pq.write_table(pa.Table.from_pandas(rows, preserve_index=False),
+                   run.path("claims.parquet"), row_group_size=7)
+    return rows
+
+
+def test_plan_step_batches_equal_the_whole_table_ones():
+    run = Run("dis_plan_step_test", "r1")
+    claims = _claims(run, 90, seed=5)
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    params.update(k=3, m=2, refine_window=2, batch_size=4, utility_policy="none")
+    batches = dis.plan(run, params)
+    assert pq.ParquetFile(run.path("claims.parquet")).num_row_groups > 80
+    assert len(batches) > 3
+
+    records = claims[["patient_id", "code"]].drop_duplicates(ignore_index=True)
+    config = dis._config(params, None)
+    whole = plan(records, config)
+    ranges = whole.batches(4, 2)
+    assert run.read_json("dis_batches.json")["ranges"] == [list(r) for r in ranges]
+    for b, (lo, hi) in zip(batches, ranges):
+        rows = whole.rows[(whole.rows["cluster"] >= lo) & (whole.rows["cluster"] < hi)]
+        got = pd.read_parquet(run.path(f"dis_plan.b{b['index']}.parquet"))
+        pd.testing.assert_frame_equal(got, rows.reset_index(drop=True))
+        expected = records[records["patient_id"].isin(rows["patient_id"])]
+        got = pd.read_parquet(run.path(f"dis_records.b{b['index']}.parquet"))
+        assert got.values.tolist() == expected.values.tolist()
+
+
+def test_fewer_records_than_k_give_one_empty_batch():
+    run = Run("dis_plan_step_test", "r2")
+    pd.DataFrame({"patient_id": ["a", "b"], "claim_id": ["1", "2"], "code": ["x", "y"]}) \
+        .to_parquet(run.path("claims.parquet"))
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    params.update(k=5, utility_policy="none")
+    assert dis.plan(run, params) == [{"index": 0, "clusters": 0}]
+    assert pd.read_parquet(run.path("dis_records.b0.parquet")).empty
+    assert list(pd.read_parquet(run.path("dis_records.b0.parquet")).columns) == \
+        ["patient_id", "code"]
