@@ -356,6 +356,8 @@ def main(argv=None) -> int:
     parser.add_argument("--method", choices=sorted(SPECS), default="disassociation")
     parser.add_argument("--lattice-parts-per-task", type=int, default=1,
                         help="HHP: lattice parts per search task")
+    parser.add_argument("--round", type=int, default=1,
+                        help="a repeat of the same run: results named ..._r<round> after the first")
     args = parser.parse_args(argv)
     spec = SPECS[args.method]
     setup_environment(spec)
@@ -366,6 +368,7 @@ def main(argv=None) -> int:
         conf = {"batch_size": args.batch_size, "screen_batch_members": args.screen_batch}
         params = {"k": 5, "m": 2}
         name = f"release_scale_{args.members // 1000}k_p{args.parallelism}"
+    name += f"_r{args.round}" if args.round > 1 else ""
     record = run_benchmark(name, lambda: measure(spec, args.members, args.parallelism, conf,
                                                  args.seed), sample_interval=1.0,
                            dataset=f"synthetic DE-SynPUF-shaped warehouse, {args.members} "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import subprocess
 import sys
 import time
@@ -18,12 +19,15 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 
-# The scale benchmark runs at three sizes, and twice at the largest: parallelism 1 and 2;
-# the HHP release (mapped lattice search) at the largest, parallelism 1 and 2.
+# The scale benchmark runs at three sizes; at the largest, parallelism 1 and 2 in
+# SPEEDUP_ROUNDS interleaved pairs (one pair's speed-up moved by up to 0.4x between
+# rounds on this shared host); the HHP release (mapped lattice search) at the largest,
+# parallelism 1 and 2.
+SPEEDUP_ROUNDS = 3
 SCALE_RUNS = [["--members", "10000", "--parallelism", "2"],
               ["--members", "30000", "--parallelism", "2"],
-              ["--members", "113000", "--parallelism", "1"],
-              ["--members", "113000", "--parallelism", "2"],
+              *[["--members", "113000", "--parallelism", p, "--round", str(r)]
+                for r in range(1, SPEEDUP_ROUNDS + 1) for p in ("1", "2")],
               ["--method", "hhp", "--members", "113000", "--parallelism", "1"],
               ["--method", "hhp", "--members", "113000", "--parallelism", "2"]]
 
@@ -110,6 +114,7 @@ def scale_summary(by_name: dict) -> list[str]:
     one, two = by_name.get("release_scale_113k_p1"), by_name.get("release_scale_113k_p2")
     if one and two:
         out += _speedup(one["figures"], two["figures"], PARTITIONED)
+        out += _rounds(by_name, PARTITIONED)
     one, two = (by_name.get("release_scale_hhp_113k_p1"),
                 by_name.get("release_scale_hhp_113k_p2"))
     if one and two:
@@ -158,6 +163,38 @@ def _speedup(one: dict, two: dict, partitioned: tuple[str, ...]) -> list[str]:
             f"{two['run_wall_seconds']} s at parallelism 2; release identical: "
             f"**{'yes' if same else 'NO'}** (fingerprint "
             f"{two.get('fingerprints', {}).get('all')})", ""]
+    return out
+
+
+def _rounds(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
+    """Every paired round at 113k (the first is the table above) and the median
+    speed-up of each partitioned stage over the rounds."""
+    pairs = []
+    for r in range(1, 100):
+        suffix = f"_r{r}" if r > 1 else ""
+        one, two = (by_name.get(f"release_scale_113k_p{p}{suffix}") for p in (1, 2))
+        if not (one and two):
+            break
+        pairs.append((one["figures"], two["figures"]))
+    if len(pairs) < 2:
+        return []
+    out = ["| round | " + " | ".join(f"{s}: p1 s, p2 s, speed-up" for s in partitioned)
+           + " | release identical |", "|---" * (len(partitioned) + 2) + "|"]
+    ups: dict = {s: [] for s in partitioned}
+    prints = set()
+    for r, (one, two) in enumerate(pairs, start=1):
+        cells = []
+        for s in partitioned:
+            a, b = (f["stages"].get(s, {}).get("span_seconds") for f in (one, two))
+            ups[s].append(a / b if a and b else None)
+            cells.append(f"{_fmt(a)}, {_fmt(b)}, **{_fmt(ups[s][-1])}**")
+        fps = {f.get("fingerprints", {}).get("all") for f in (one, two)}
+        prints |= fps
+        out.append(f"| {r} | " + " | ".join(cells) + f" | {'yes' if len(fps) == 1 else 'NO'} |")
+    medians = [f"{s} **{_fmt(statistics.median(ups[s]))}x** (lowest {_fmt(min(ups[s]))}x)"
+               for s in partitioned if None not in ups[s]]
+    out += ["", f"- median speed-up over {len(pairs)} rounds: " + ", ".join(medians)
+            + f"; one release in every run: **{'yes' if len(prints) == 1 else 'NO'}**", ""]
     return out
 
 

@@ -67,3 +67,32 @@ def test_metadata_url_names_a_database_airflow_can_use(warehouse):
             cur.execute("DROP DATABASE airflow_meta_test")
     with pytest.raises(ValueError, match="plain lower-case"):
         metadata_url("meta; DROP DATABASE postgres")
+
+
+def test_summary_gives_every_round_and_the_median_speedup():
+    def pair(one, two, fingerprint="f"):
+        return [_record({"screen": one, "disassociation_disassociate": one / 2}, 250, "f"),
+                _record({"screen": two, "disassociation_disassociate": two / 2}, 200,
+                        fingerprint)]
+
+    by_name = {}
+    for suffix, (one, two) in zip(("", "_r2", "_r3"), ((50.0, 25.0), (48.0, 32.0), (45.0, 25.0))):
+        by_name.update(zip((f"release_scale_113k_p1{suffix}", f"release_scale_113k_p2{suffix}"),
+                           pair(one, two)))
+    text = "\n".join(run_all.scale_summary(by_name))
+    assert "| 2 | 48, 32, **1.5** | 24, 16, **1.5** | yes |" in text
+    assert ("median speed-up over 3 rounds: screen **1.8x** (lowest 1.5x), "
+            "disassociation_disassociate **1.8x** (lowest 1.5x)") in text
+    assert "one release in every run: **yes**" in text
+    by_name["release_scale_113k_p2_r3"]["figures"]["fingerprints"]["all"] = "g"
+    text = "\n".join(run_all.scale_summary(by_name))
+    assert "| 3 | 45, 25, **1.8** | 22.5, 12.5, **1.8** | NO |" in text
+    assert "every run: **NO**" in text
+    del by_name["release_scale_113k_p2_r2"]  # one round only: no round table
+    assert "median" not in "\n".join(run_all.scale_summary(by_name))
+
+
+def test_scale_runs_interleave_the_rounds():
+    big = [a for a in run_all.SCALE_RUNS if "113000" in a and "hhp" not in a]
+    assert [(a[a.index("--parallelism") + 1], a[a.index("--round") + 1]) for a in big] == \
+        [(p, str(r)) for r in range(1, run_all.SPEEDUP_ROUNDS + 1) for p in ("1", "2")]
