@@ -346,6 +346,13 @@ def measure(spec: Spec, members: int, parallelism: int, conf: dict, seed: int) -
     return figures
 
 
+def result_name(method: str, members: int, parallelism: int, round_: int = 1) -> str:
+    """``release_scale[_hhp]_<members/1000>k_p<parallelism>[_r<round>]`` (no
+    suffix for the first round)."""
+    prefix = "release_scale_hhp" if method == "hhp" else "release_scale"
+    return f"{prefix}_{members // 1000}k_p{parallelism}" + (f"_r{round_}" if round_ > 1 else "")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--members", type=int, default=113_000)
@@ -361,14 +368,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     spec = SPECS[args.method]
     setup_environment(spec)
+    if args.round < 1:
+        parser.error(f"--round must be at least 1, got {args.round}")
     if args.method == "hhp":
         conf, params = {"lattice_parts_per_task": args.lattice_parts_per_task}, {"k": 5}
-        name = f"release_scale_hhp_{args.members // 1000}k_p{args.parallelism}"
     else:
         conf = {"batch_size": args.batch_size, "screen_batch_members": args.screen_batch}
         params = {"k": 5, "m": 2}
-        name = f"release_scale_{args.members // 1000}k_p{args.parallelism}"
-    name += f"_r{args.round}" if args.round > 1 else ""
+    name = result_name(args.method, args.members, args.parallelism, args.round)
     record = run_benchmark(name, lambda: measure(spec, args.members, args.parallelism, conf,
                                                  args.seed), sample_interval=1.0,
                            dataset=f"synthetic DE-SynPUF-shaped warehouse, {args.members} "

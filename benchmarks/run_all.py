@@ -15,13 +15,15 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.bench_release_scale import result_name
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 
 # The scale benchmark runs at three sizes; at the largest, parallelism 1 and 2 in
-# SPEEDUP_ROUNDS interleaved pairs (one pair's speed-up moved by up to 0.4x between
-# rounds on this shared host); the HHP release (mapped lattice search) at the largest,
+# SPEEDUP_ROUNDS interleaved pairs (one pair's speed-up moved between 1.49x and 2.12x
+# from round to round on this shared host); the HHP release (mapped lattice search) at the largest,
 # parallelism 1 and 2.
 SPEEDUP_ROUNDS = 3
 SCALE_RUNS = [["--members", "10000", "--parallelism", "2"],
@@ -103,7 +105,7 @@ SIZES = (("10k", 10_000), ("30k", 30_000), ("113k", 113_000))
 
 def scale_summary(by_name: dict) -> list[str]:
     """Issue #7's figures from the release_scale runs, as tables."""
-    runs = {label: by_name.get(f"release_scale_{label}_p2") for label, _ in SIZES}
+    runs = {label: by_name.get(result_name("disassociation", n, 2)) for label, n in SIZES}
     if not any(runs.values()):
         return []
     out = ["## Scale summary (issue #7): disassociation release k=5 m=2, LocalExecutor", "",
@@ -111,12 +113,11 @@ def scale_summary(by_name: dict) -> list[str]:
            "task instances (mapped stages: all batches), from Airflow's task records; memory is "
            "the largest resident set of one task process (with its children).", ""]
     out += _growth(runs)
-    one, two = by_name.get("release_scale_113k_p1"), by_name.get("release_scale_113k_p2")
+    one, two = (by_name.get(result_name("disassociation", 113_000, p)) for p in (1, 2))
     if one and two:
         out += _speedup(one["figures"], two["figures"], PARTITIONED)
         out += _rounds(by_name, PARTITIONED)
-    one, two = (by_name.get("release_scale_hhp_113k_p1"),
-                by_name.get("release_scale_hhp_113k_p2"))
+    one, two = (by_name.get(result_name("hhp", 113_000, p)) for p in (1, 2))
     if one and two:
         out += ["### HHP claims release at 113k: the lattice search mapped over its parts", ""]
         out += _speedup(one["figures"], two["figures"], HHP_PARTITIONED)
@@ -150,6 +151,12 @@ def _growth(runs: dict) -> list[str]:
     return out + [""]
 
 
+def _identical(*figures: dict) -> bool:
+    """Every run has a release fingerprint, and it is the same one."""
+    prints = {f.get("fingerprints", {}).get("all") for f in figures}
+    return len(prints) == 1 and None not in prints
+
+
 def _speedup(one: dict, two: dict, partitioned: tuple[str, ...]) -> list[str]:
     out = ["| partitioned stage at 113k | parallelism 1 s | parallelism 2 s | speed-up |",
            "|---|---|---|---|"]
@@ -158,43 +165,47 @@ def _speedup(one: dict, two: dict, partitioned: tuple[str, ...]) -> list[str]:
         b = two["stages"].get(stage, {}).get("span_seconds")
         out.append(f"| {stage} ({two['stages'].get(stage, {}).get('instances')} tasks) | "
                    f"{_fmt(a)} | {_fmt(b)} | {_fmt(a / b if a and b else None)} |")
-    same = one.get("fingerprints", {}).get("all") == two.get("fingerprints", {}).get("all")
     out += ["", f"- whole run: {one['run_wall_seconds']} s at parallelism 1, "
             f"{two['run_wall_seconds']} s at parallelism 2; release identical: "
-            f"**{'yes' if same else 'NO'}** (fingerprint "
+            f"**{'yes' if _identical(one, two) else 'NO'}** (fingerprint "
             f"{two.get('fingerprints', {}).get('all')})", ""]
     return out
 
 
 def _rounds(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
-    """Every paired round at 113k (the first is the table above) and the median
-    speed-up of each partitioned stage over the rounds."""
-    pairs = []
-    for r in range(1, 100):
-        suffix = f"_r{r}" if r > 1 else ""
-        one, two = (by_name.get(f"release_scale_113k_p{p}{suffix}") for p in (1, 2))
-        if not (one and two):
-            break
-        pairs.append((one["figures"], two["figures"]))
-    if len(pairs) < 2:
+    """Every paired round at 113k (round 1 is the table above) and the median
+    speed-up of each partitioned stage over the rounds that both succeeded;
+    nothing when fewer than two rounds have results."""
+    pairs = {r: [by_name.get(result_name("disassociation", 113_000, p, r)) for p in (1, 2)]
+             for r in range(1, SPEEDUP_ROUNDS + 1)}
+    if sum(all(pair) for pair in pairs.values()) < 2:
         return []
-    out = ["| round | " + " | ".join(f"{s}: p1 s, p2 s, speed-up" for s in partitioned)
+    out = ["| round (p2 run date) | " + " | ".join(f"{s}: p1 s, p2 s, speed-up"
+                                                   for s in partitioned)
            + " | release identical |", "|---" * (len(partitioned) + 2) + "|"]
     ups: dict = {s: [] for s in partitioned}
-    prints = set()
-    for r, (one, two) in enumerate(pairs, start=1):
+    runs = []
+    for r, pair in pairs.items():
+        if not all(pair):
+            out.append(f"| {r} | no result |")
+            continue
+        one, two = (record["figures"] for record in pair)
+        if {one.get("run_state"), two.get("run_state")} != {"success"}:
+            out.append(f"| {r} | run {one.get('run_state')} / {two.get('run_state')} |")
+            continue
+        runs += [one, two]
         cells = []
         for s in partitioned:
             a, b = (f["stages"].get(s, {}).get("span_seconds") for f in (one, two))
-            ups[s].append(a / b if a and b else None)
-            cells.append(f"{_fmt(a)}, {_fmt(b)}, **{_fmt(ups[s][-1])}**")
-        fps = {f.get("fingerprints", {}).get("all") for f in (one, two)}
-        prints |= fps
-        out.append(f"| {r} | " + " | ".join(cells) + f" | {'yes' if len(fps) == 1 else 'NO'} |")
+            if a and b:
+                ups[s].append(a / b)
+            cells.append(f"{_fmt(a)}, {_fmt(b)}, **{_fmt(a / b if a and b else None)}**")
+        out.append(f"| {r} ({pair[1].get('date')}) | " + " | ".join(cells)
+                   + f" | {'yes' if _identical(one, two) else 'NO'} |")
     medians = [f"{s} **{_fmt(statistics.median(ups[s]))}x** (lowest {_fmt(min(ups[s]))}x)"
-               for s in partitioned if None not in ups[s]]
-    out += ["", f"- median speed-up over {len(pairs)} rounds: " + ", ".join(medians)
-            + f"; one release in every run: **{'yes' if len(prints) == 1 else 'NO'}**", ""]
+               if ups[s] else f"{s} n/a" for s in partitioned]
+    out += ["", f"- median speed-up over {len(runs) // 2} rounds: " + ", ".join(medians)
+            + f"; one release in every run: **{'yes' if _identical(*runs) else 'NO'}**", ""]
     return out
 
 

@@ -27,9 +27,9 @@ def split(df: pd.DataFrame, cuts: list[int]) -> list[pd.DataFrame]:
     return [df.iloc[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-@given(long_rows, st.lists(st.integers(0, 40), max_size=5))
-def test_batch_encoder_gives_what_encode_gives(rows, cuts):
-    df = pd.DataFrame(rows, columns=["patient_id", "code"], dtype=object)
+@given(long_rows, st.lists(st.integers(0, 40), max_size=5), st.sampled_from([object, "str"]))
+def test_batch_encoder_gives_what_encode_gives(rows, cuts, dtype):
+    df = pd.DataFrame(rows, columns=["patient_id", "code"], dtype=dtype)
     whole = encode(df)
     encoder = BatchEncoder()
     for part in split(df, [min(c, len(df)) for c in cuts]):

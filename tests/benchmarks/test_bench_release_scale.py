@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from benchmarks import run_all
-from benchmarks.bench_release_scale import metadata_url, stages
+from benchmarks.bench_release_scale import metadata_url, result_name, stages
 
 
 def _ti(tid, task, start, end, state="success", map_index=-1):
@@ -69,27 +69,55 @@ def test_metadata_url_names_a_database_airflow_can_use(warehouse):
         metadata_url("meta; DROP DATABASE postgres")
 
 
-def test_summary_gives_every_round_and_the_median_speedup():
-    def pair(one, two, fingerprint="f"):
-        return [_record({"screen": one, "disassociation_disassociate": one / 2}, 250, "f"),
-                _record({"screen": two, "disassociation_disassociate": two / 2}, 200,
-                        fingerprint)]
+def _round(screen, dis, fingerprint="f", state="success"):
+    record = _record({"screen": screen, "disassociation_disassociate": dis}, 250, fingerprint)
+    record["figures"]["run_state"] = state
+    record["date"] = "2026-11-26T12:00:00+00:00"
+    return record
 
-    by_name = {}
-    for suffix, (one, two) in zip(("", "_r2", "_r3"), ((50.0, 25.0), (48.0, 32.0), (45.0, 25.0))):
-        by_name.update(zip((f"release_scale_113k_p1{suffix}", f"release_scale_113k_p2{suffix}"),
-                           pair(one, two)))
+
+def _rounds(pairs: dict) -> dict:
+    return {result_name("disassociation", 113_000, p, r): record
+            for r, pair in pairs.items() for p, record in zip((1, 2), pair)}
+
+
+def test_summary_gives_every_round_and_the_median_speedup():
+    by_name = _rounds({1: (_round(50.0, 40.0), _round(25.0, 20.0)),
+                       2: (_round(48.0, 44.0), _round(32.0, 22.0)),
+                       3: (_round(45.0, 42.0), _round(25.0, 30.0))})
     text = "\n".join(run_all.scale_summary(by_name))
-    assert "| 2 | 48, 32, **1.5** | 24, 16, **1.5** | yes |" in text
+    assert "| 2 (2026-11-26T12:00:00+00:00) | 48, 32, **1.5** | 44, 22, **2** | yes |" in text
     assert ("median speed-up over 3 rounds: screen **1.8x** (lowest 1.5x), "
-            "disassociation_disassociate **1.8x** (lowest 1.5x)") in text
+            "disassociation_disassociate **2x** (lowest 1.4x)") in text
     assert "one release in every run: **yes**" in text
-    by_name["release_scale_113k_p2_r3"]["figures"]["fingerprints"]["all"] = "g"
+    by_name[result_name("disassociation", 113_000, 2, 3)]["figures"]["fingerprints"]["all"] = "g"
     text = "\n".join(run_all.scale_summary(by_name))
-    assert "| 3 | 45, 25, **1.8** | 22.5, 12.5, **1.8** | NO |" in text
-    assert "every run: **NO**" in text
-    del by_name["release_scale_113k_p2_r2"]  # one round only: no round table
+    assert "**1.8** | 42, 30, **1.4** | NO |" in text and "every run: **NO**" in text
+
+
+def test_round_medians_skip_failed_and_missing_rounds_and_need_fingerprints():
+    by_name = _rounds({1: (_round(50.0, 40.0), _round(25.0, 20.0)),
+                       2: (_round(48.0, 44.0), _round(32.0, 22.0, state="failed")),
+                       3: (_round(45.0, 42.0, fingerprint=None), _round(30.0, 28.0, None))})
+    text = "\n".join(run_all.scale_summary(by_name))
+    assert "| 2 | run success / failed |" in text
+    assert "median speed-up over 2 rounds: screen **1.75x** (lowest 1.5x)" in text
+    assert "| 3 (2026-11-26T12:00:00+00:00) | 45, 30, **1.5** | 42, 28, **1.5** | NO |" in text
+    del by_name[result_name("disassociation", 113_000, 1, 3)]
+    text = "\n".join(run_all.scale_summary(by_name))
+    assert "| 3 | no result |" in text
+    assert "over 1 rounds: screen **2x** (lowest 2x)" in text
+    by_name[result_name("disassociation", 113_000, 1, 1)]["figures"]["stages"] = {}
+    assert "screen n/a, disassociation_disassociate n/a" in "\n".join(
+        run_all.scale_summary(by_name))
+    del by_name[result_name("disassociation", 113_000, 2, 1)]  # one round left: no table
     assert "median" not in "\n".join(run_all.scale_summary(by_name))
+
+
+def test_result_names():
+    assert result_name("disassociation", 113_000, 2) == "release_scale_113k_p2"
+    assert result_name("disassociation", 113_000, 1, 3) == "release_scale_113k_p1_r3"
+    assert result_name("hhp", 113_000, 1) == "release_scale_hhp_113k_p1"
 
 
 def test_scale_runs_interleave_the_rounds():

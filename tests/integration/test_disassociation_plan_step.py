@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from deid.methods import disassociation as dis
 from deid.methods import param_schemas
+from deid.methods.ugaclip import utility_policy
 from deid.steps import Run
 
 from anonymizers.disassociation.batches import plan
@@ -21,24 +23,27 @@ def _claims(run: Run, n_patients: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     rows = pd.DataFrame({"patient_id": [f"m{i:03d}" for i in rng.integers(0, n_patients, 600)],
                          "claim_id": [f"c{i}" for i in range(600)],
-                         "code": [f"{c:03d}" for c in rng.zipf(1.6, 600) % 40]})
+                         "code": [f"{c * 24:03d}" for c in rng.zipf(1.6, 600) % 40]})
     pq.write_table(pa.Table.from_pandas(rows, preserve_index=False),
                    run.path("claims.parquet"), row_group_size=7)
     return rows
 
 
-def test_plan_step_batches_equal_the_whole_table_ones():
-    run = Run("dis_plan_step_test", "r1")
+@pytest.mark.parametrize("utility", ["none", "icd9-level-1"])
+def test_plan_step_batches_equal_the_whole_table_ones(utility):
+    run = Run("dis_plan_step_test", f"r1{utility}")
     claims = _claims(run, 90, seed=5)
     params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
-    params.update(k=3, m=2, refine_window=2, batch_size=4, utility_policy="none")
+    params.update(k=3, m=2, refine_window=2, batch_size=4, utility_policy=utility)
     batches = dis.plan(run, params)
     assert pq.ParquetFile(run.path("claims.parquet")).num_row_groups > 80
     assert len(batches) > 3
 
     records = claims[["patient_id", "code"]].drop_duplicates(ignore_index=True)
-    config = dis._config(params, None)
-    whole = plan(records, config)
+    policy = None if utility == "none" else utility_policy(utility, records["code"].unique())
+    assert policy is None or len(policy) > 1
+    assert run.read_json("dis_batches.json")["policy"] == policy
+    whole = plan(records, dis._config(params, policy))
     ranges = whole.batches(4, 2)
     assert run.read_json("dis_batches.json")["ranges"] == [list(r) for r in ranges]
     for b, (lo, hi) in zip(batches, ranges):
@@ -47,7 +52,7 @@ def test_plan_step_batches_equal_the_whole_table_ones():
         pd.testing.assert_frame_equal(got, rows.reset_index(drop=True))
         expected = records[records["patient_id"].isin(rows["patient_id"])]
         got = pd.read_parquet(run.path(f"dis_records.b{b['index']}.parquet"))
-        assert got.values.tolist() == expected.values.tolist()
+        pd.testing.assert_frame_equal(got, expected.reset_index(drop=True))
 
 
 def test_fewer_records_than_k_give_one_empty_batch():

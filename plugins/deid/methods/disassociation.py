@@ -54,11 +54,12 @@ def _records(run) -> pd.DataFrame:
             .drop_duplicates(ignore_index=True))
 
 
-def _policy(params, codes):
+def _policy(params, claims):
+    """The utility policy named in ``params`` (None: none), over the codes of ``claims``."""
     name = params.get("utility_policy", "none")
     if name in (None, "none"):
         return None
-    policy = utility_policy(name, codes)
+    policy = utility_policy(name, pio.distinct(claims, "code"))
     return policy if isinstance(policy, list) else [list(c) for c in policy.constraints]
 
 
@@ -78,7 +79,7 @@ def plan(run, params) -> list[dict]:
     from anonymizers.disassociation.batches import plan_batches
 
     claims = run.path("claims.parquet")
-    policy = _policy(params, pio.distinct(claims, "code"))
+    policy = _policy(params, claims)
     config = _config(params, policy)
     p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source="claims.parquet")
     size = staging.batch_size(params["batch_size"], p.n_clusters)
