@@ -366,10 +366,10 @@ def main(argv=None) -> int:
     parser.add_argument("--round", type=int, default=1,
                         help="a repeat of the same run: results named ..._r<round> after the first")
     args = parser.parse_args(argv)
-    spec = SPECS[args.method]
-    setup_environment(spec)
     if args.round < 1:
         parser.error(f"--round must be at least 1, got {args.round}")
+    spec = SPECS[args.method]
+    setup_environment(spec)
     if args.method == "hhp":
         conf, params = {"lattice_parts_per_task": args.lattice_parts_per_task}, {"k": 5}
     else:

@@ -5,9 +5,10 @@ The work splits in three:
 
 - ``plan(records, config)``: prepare and HORPART (Fig. 8) over all records,
   then ``merge_small``; ``plan_batches`` does the same from row batches of
-  the long table, so that the whole table is never in memory.  HORPART is a recursive split of the whole data set
-  and stays in one process; it needs only the encoded records.  The plan is
-  the cluster of every record and the record's place in its cluster.
+  the long table, so that the whole table is never in memory.  HORPART is a
+  recursive split of the whole data set and stays in one process; it needs
+  only the encoded records.  The plan is the cluster of every record and the
+  record's place in its cluster.
 - ``run_batch(records, plan_rows, config, n_clusters)``: VERPART (Fig. 9)
   on every cluster of a batch, refining (Fig. 10) within the batch, and the
   chunks' subrecords.  The batch's release is itself a disassociated release of the
