@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from anonymizers.errors import InputError
 
@@ -57,11 +58,72 @@ def _range(first: str, last: str, source: str, text: str) -> list[str]:
     return [f"{head}{i:0{len(a)}d}" for i in range(int(a), int(b) + 1)]
 
 
-def starts_with_any(codes: np.ndarray, prefixes: tuple[str, ...]) -> np.ndarray:
-    """Boolean per code: does it start with one of ``prefixes``?  Codes are
-    matched once per distinct value."""
-    if not prefixes or len(codes) == 0:
-        return np.zeros(len(codes), dtype=bool)
-    idx, uniques = pd.factorize(pd.Series(codes, dtype=object))
-    hit = np.array([bool(u) and u.startswith(prefixes) for u in uniques], dtype=bool)
-    return hit[idx]
+class CodeIndex:
+    """A column of codes factorized once, so that each rule is matched once per
+    distinct code instead of once per row."""
+
+    def __init__(self, codes):
+        self.index, uniques = pd.factorize(np.asarray(codes, dtype=object),
+                                           use_na_sentinel=False)
+        self.uniques = uniques.tolist()
+
+    @classmethod
+    def of_arrow(cls, codes: pa.Array) -> "CodeIndex":
+        """The index of an Arrow string array (factorized by Arrow)."""
+        encoded = codes.dictionary_encode()
+        out = cls.__new__(cls)
+        out.index = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        out.uniques = encoded.dictionary.to_pylist()
+        return out
+
+    def hits(self, prefixes: tuple[str, ...], codes=()) -> np.ndarray:
+        """Boolean per row: does its code start with one of ``prefixes`` (an
+        empty code starts with none) or equal one of ``codes``?  A missing
+        code matches nothing."""
+        exact = frozenset(codes)
+        per_unique = np.fromiter(
+            (isinstance(u, str) and ((bool(prefixes) and bool(u) and u.startswith(prefixes))
+                                     or u in exact)
+             for u in self.uniques), dtype=bool, count=len(self.uniques))
+        return per_unique[self.index]
+
+
+# str.split()'s ASCII whitespace, and the list separators ';' and ','
+_ASCII_SEPARATOR = np.zeros(256, dtype=bool)
+_ASCII_SEPARATOR[list(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f;,")] = True
+
+
+def split_code_lists(texts: list[str]) -> tuple[np.ndarray, CodeIndex]:
+    """The pieces of each text split on ';', ',' or whitespace (the
+    separators of ``other_dx_codes``), as (owner text per piece, CodeIndex of
+    the pieces); empty pieces are dropped.
+
+    ASCII texts are split on their bytes at once (numpy over the Arrow buffer);
+    other texts piece by piece with ``str.split``, whose whitespace is the
+    regular expression ``\\s``.
+    """
+    text = pa.array(texts, pa.large_string())
+    data = text.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    if (raw >= 128).any():
+        return _split_each(texts)
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[:len(texts) + 1]
+    raw = raw[:offsets[-1]]
+    keep = ~_ASCII_SEPARATOR[raw]
+    first = np.zeros(len(raw) + 1, dtype=bool)
+    first[offsets[:-1]] = True  # a text's first byte starts a piece unless it separates
+    starts = np.flatnonzero(keep & (first[:-1] | np.r_[True, ~keep[:-1]]))
+    owner = np.searchsorted(offsets, starts, side="right") - 1
+    compact = raw[keep]
+    # every kept byte belongs to one piece, so the pieces tile the compacted bytes
+    piece_offsets = np.r_[(np.cumsum(keep) - keep)[starts], len(compact)].astype(np.int64)
+    pieces = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(piece_offsets),
+                                              pa.py_buffer(compact.tobytes()))
+    return owner, CodeIndex.of_arrow(pieces)
+
+
+def _split_each(texts: list[str]) -> tuple[np.ndarray, CodeIndex]:
+    pieces = [t.replace(";", " ").replace(",", " ").split() for t in texts]
+    counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    owner = np.repeat(np.arange(len(pieces)), counts)
+    return owner, CodeIndex([p for group in pieces for p in group])

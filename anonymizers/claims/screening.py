@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from anonymizers.claims.codes import starts_with_any
+from anonymizers.claims.codes import CodeIndex, split_code_lists
 from anonymizers.claims.comparison import compare_excluded
 from anonymizers.claims.inputs import normalize
 from anonymizers.claims.policy import ScreeningPolicy, load_policy
@@ -72,10 +72,11 @@ def screen_normalized(norm: pd.DataFrame, present: set[str], policy: ScreeningPo
                     "input": {"members": n_members, "claims": len(norm)},
                     "member_rules": {}, "claim_rules": {}, "not_applied": []}
     other = _OtherDx(norm["other_dx"].to_numpy()) if "other_dx_codes" in present else None
+    fields: dict[str, CodeIndex] = {}
     flagged = np.zeros(n_members, dtype=bool)
     reasons: list[list[str]] = [[] for _ in range(n_members)]
     for rule in policy.member_rules:
-        hit = _member_rule_hits(rule, norm, present, other, report)
+        hit = _member_rule_hits(rule, norm, present, other, report, fields)
         _flag(hit, member, flagged, reasons, rule.name, report["member_rules"])
     newborn, non_medical = _claim_rule_hits(norm, present, policy, report)
     rules = policy.claim_rules
@@ -115,15 +116,18 @@ def _summary(report, member, n_members, flagged, excluded_claim, kept) -> None:
     report["kept"] = {"members": int(kept_members.sum()), "claims": int(kept.sum())}
 
 
-def _member_rule_hits(rule, norm, present, other, report) -> np.ndarray:
+def _member_rule_hits(rule, norm, present, other, report, fields) -> np.ndarray:
+    """Rows whose ``rule.field`` (or, for ``dx``, any other diagnosis) matches
+    the rule; ``fields`` caches each field's ``CodeIndex`` across rules."""
     n = len(norm)
     col = COLUMN_OF_FIELD[rule.field]
     if rule.field != "dx" and col not in present:
         if rule.prefixes or rule.codes:
             report["not_applied"].append(f"{rule.name}: no {col} column")
         return np.zeros(n, dtype=bool)
-    values = norm[rule.field].to_numpy()
-    hit = starts_with_any(values, rule.prefixes) | pd.Series(values).isin(rule.codes).to_numpy()
+    if rule.field not in fields:
+        fields[rule.field] = CodeIndex(norm[rule.field].to_numpy())
+    hit = fields[rule.field].hits(rule.prefixes, rule.codes)
     if rule.field == "dx" and other is not None:
         hit |= other.hits(rule.prefixes, rule.codes)
     return hit
@@ -155,18 +159,15 @@ def _claim_rule_hits(norm, present, policy, report) -> tuple[np.ndarray, np.ndar
 
 
 class _OtherDx:
-    """The ``other_dx_codes`` of each claim, split once on ';', ',' or spaces."""
+    """The ``other_dx_codes`` of each claim, split once (``split_code_lists``)."""
 
     def __init__(self, values: np.ndarray):
-        self.index, uniques = pd.factorize(pd.Series(values, dtype=object))
-        parts = pd.Series(uniques, dtype=object).str.split(r"[;,\s]+", regex=True).explode()
-        self.owner = parts.index.to_numpy()
-        self.codes = parts.fillna("").to_numpy(dtype=object)
+        self.index, uniques = pd.factorize(np.asarray(values, dtype=object))
+        self.owner, self.codes = split_code_lists([str(u) for u in uniques])
         self.n_uniques = len(uniques)
 
     def hits(self, prefixes, codes) -> np.ndarray:
-        part_hit = (starts_with_any(self.codes, prefixes)
-                    | pd.Series(self.codes).isin(codes).to_numpy())
+        part_hit = self.codes.hits(prefixes, codes)
         per_unique = np.zeros(self.n_uniques, dtype=bool)
         per_unique[self.owner[part_hit]] = True
         return per_unique[self.index]
