@@ -11,16 +11,42 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from anonymizers.errors import InputError
 
 
+# Python's whitespace among the ASCII characters (str.strip, str.split, \\s)
+ASCII_WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
 def undotted(values) -> np.ndarray:
-    """Strip, drop dots and upper-case each value; missing values become ''."""
+    """Strip, drop dots and upper-case each value; missing values become ''.
+
+    Text that is all ASCII is cleaned by Arrow's kernels at once; anything
+    else (other characters, numbers) value by value in Python.
+    """
+    fast = _undotted_ascii(values)
+    if fast is not None:
+        return fast
     s = pd.Series(values, dtype=object)
     codes, uniques = pd.factorize(s, use_na_sentinel=True)
     clean = np.array([_clean(u) for u in uniques] + [""], dtype=object)
     return clean[codes]  # the sentinel -1 picks the trailing ''
+
+
+def _undotted_ascii(values) -> np.ndarray | None:
+    try:
+        text = pa.array(np.asarray(values, dtype=object), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
+        return None
+    if pc.all(pc.string_is_ascii(text)).as_py() is not True:
+        return None
+    text = pc.ascii_trim(text, characters=ASCII_WHITESPACE)
+    text = pc.ascii_upper(pc.replace_substring(text, ".", ""))
+    return pc.fill_null(text, "").to_numpy(zero_copy_only=False)
 
 
 def _clean(value) -> str:
@@ -90,7 +116,7 @@ class CodeIndex:
 
 # str.split()'s ASCII whitespace, and the list separators ';' and ','
 _ASCII_SEPARATOR = np.zeros(256, dtype=bool)
-_ASCII_SEPARATOR[list(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f;,")] = True
+_ASCII_SEPARATOR[list((ASCII_WHITESPACE + ";,").encode())] = True
 
 
 def split_code_lists(texts: list[str]) -> tuple[np.ndarray, CodeIndex]:
@@ -113,10 +139,11 @@ def split_code_lists(texts: list[str]) -> tuple[np.ndarray, CodeIndex]:
     first = np.zeros(len(raw) + 1, dtype=bool)
     first[offsets[:-1]] = True  # a text's first byte starts a piece unless it separates
     starts = np.flatnonzero(keep & (first[:-1] | np.r_[True, ~keep[:-1]]))
+    ends = np.flatnonzero(keep & (first[1:] | np.r_[~keep[1:], True])) + 1
     owner = np.searchsorted(offsets, starts, side="right") - 1
     compact = raw[keep]
     # every kept byte belongs to one piece, so the pieces tile the compacted bytes
-    piece_offsets = np.r_[(np.cumsum(keep) - keep)[starts], len(compact)].astype(np.int64)
+    piece_offsets = np.r_[0, np.cumsum(ends - starts)].astype(np.int64)
     pieces = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(piece_offsets),
                                               pa.py_buffer(compact.tobytes()))
     return owner, CodeIndex.of_arrow(pieces)

@@ -11,7 +11,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anonymizers.claims.codes import CodeIndex, split_code_lists
+from anonymizers.claims.codes import CodeIndex, split_code_lists, undotted
 
 # code characters, both list separators, ASCII and Unicode whitespace (also
 # the ASCII separators \x1c-\x1f that str.split and \s treat as whitespace),
@@ -70,3 +70,28 @@ def test_index_hits_equal_per_row_matching(codes, starts, exact):
 def test_missing_codes_match_nothing():
     hits = CodeIndex(["V22", None, float("nan"), "V22"]).hits(("V",), ("V22",))
     assert hits.tolist() == [True, False, False, True]
+
+
+def reference_undotted(values) -> list[str]:
+    return ["" if v is None or (isinstance(v, float) and v != v)
+            else str(v).strip().replace(".", "").upper() for v in values]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(st.text(ALPHABET + "xyzß", max_size=8), st.none(),
+                          st.just(float("nan"))), max_size=30))
+def test_undotted_equals_per_value_cleaning(values):
+    out = undotted(values)
+    assert out.dtype == object and out.tolist() == reference_undotted(values)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.text("0v9e. \t\x1c\x1fab", max_size=8), max_size=30))
+def test_undotted_ascii_fast_path(values):
+    assert undotted(values).tolist() == reference_undotted(values)
+
+
+def test_undotted_numbers_and_mixed_values():
+    assert undotted([4019, "v22.1 "]).tolist() == ["4019", "V221"]
+    assert undotted(np.array([3.5, 2.0])).tolist() == ["35", "20"]
+    assert undotted([]).tolist() == []
