@@ -19,8 +19,10 @@ Read from Fig. 9, with the choices the figure leaves open:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
+import scipy.sparse as sp
 
 from anonymizers.disassociation.kmcheck import can_add, row_masks
 from anonymizers.disassociation.ragged import Part
@@ -46,11 +48,19 @@ def verpart(part: Part, k: int, m: int, constraint: np.ndarray,
     low = (support[domain] < k) | sensitive[domain]
     item, chunkable = domain[low], domain[~low]
     order = _ordered(chunkable, support, constraint)
-    masks = dict(zip(order.tolist(), row_masks(part.dense(order, n_codes))))
+    if m == 2:
+        column = {t: j for j, t in enumerate(order.tolist())}
+        shared = _shared_records(part, order, n_codes)
+        support_of = shared.diagonal()
+        too_rare = (support_of > 0) & (support_of < k)
+        grow = partial(_grow_pairs, column=column, shared=shared, too_rare=too_rare, k=k)
+    else:
+        masks = dict(zip(order.tolist(), row_masks(part.dense(order, n_codes))))
+        grow = partial(_grow, masks=masks, k=k, m=m)
     chunks = []
     remain = order.tolist()
     while remain:
-        cur = _grow(remain, masks, k, m)
+        cur = grow(remain)
         cur = _drop_split_constraints(cur, remain, constraint)
         chunks.append(np.array(sorted(cur), dtype=np.int64))
         taken = set(cur)
@@ -81,13 +91,55 @@ def _grow(remain: list[int], masks: dict, k: int, m: int) -> list[int]:
     return cur
 
 
+def _shared_records(part: Part, order: np.ndarray, n_codes: int) -> sp.csr_matrix:
+    """(codes x codes) sparse counts of the records two codes of ``order``
+    share (the diagonal: each code's support), in ``order``'s positions."""
+    where = np.full(n_codes, -1, dtype=np.int64)
+    where[order] = np.arange(len(order))
+    col = where[part.codes]
+    sel = col >= 0
+    held = sp.csr_matrix((np.ones(int(sel.sum()), dtype=np.int64), (part.pos[sel], col[sel])),
+                         shape=(part.n, len(order)))
+    held.sum_duplicates()
+    held.data[:] = 1
+    return (held.T @ held).tocsr()
+
+
+def _grow_pairs(remain: list[int], column: dict, shared: sp.csr_matrix, too_rare: np.ndarray,
+                k: int) -> list[int]:
+    """``_grow`` for m = 2.
+
+    For m = 2, ``can_add``'s test reduces to: no code ``c`` already in the
+    chunk shares between 1 and k-1 records with ``t`` (a pattern ``c & t``
+    equal to ``t`` has ``|t| >= k`` records; VERPART's codes all have
+    support k or more).  So each code that joins bars, from its row of
+    ``shared``, the codes it now excludes, and the next code to join is the
+    first waiting code not barred (``too_rare``: support in [1, k)).
+    """
+    pos = np.fromiter((column[t] for t in remain), dtype=np.int64, count=len(remain))
+    barred = too_rare.copy()
+    cur: list[int] = []
+    i = 0
+    while i < len(pos):
+        free = ~barred[pos[i:]]
+        if not free.any():
+            break
+        i += int(free.argmax())
+        cur.append(remain[i])
+        row = slice(shared.indptr[pos[i]], shared.indptr[pos[i] + 1])
+        barred[shared.indices[row][shared.data[row] < k]] = True
+        i += 1
+    return cur
+
+
 def _drop_split_constraints(cur: list[int], remain: list[int],
                             constraint: np.ndarray) -> list[int]:
     """Lines 15-17: drop codes of another constraint than the first code's
     when that constraint's waiting codes did not all make it into ``cur``."""
     first = constraint[cur[0]]
-    chosen = set(cur)
-    incomplete = {int(constraint[t]) for t in remain
-                  if constraint[t] >= 0 and t not in chosen}
+    waiting = np.asarray(remain, dtype=np.int64)
+    of_waiting = constraint[waiting]
+    left_out = (of_waiting >= 0) & ~np.isin(waiting, cur)
+    incomplete = set(np.unique(of_waiting[left_out]).tolist())
     return [t for t in cur
             if constraint[t] < 0 or constraint[t] == first or constraint[t] not in incomplete]
