@@ -18,7 +18,8 @@ release instead (its lattice search mapped over the lattice's parts).
   validate -> report -> load) is triggered through the REST API; a sampler
   reads the resident memory of every task process (Airflow titles them
   ``airflow worker -- <task instance id>``) and its children every 0.5 s
-  (the whole process tree once a second: sampling costs CPU the tasks share).
+  (the whole process tree once a second), from ``/proc`` (``procfs``:
+  sampling costs CPU the tasks share).
 - Figures: the run's wall time, each task's duration and peak memory, each
   stage's span (first start to last end of its mapped tasks), extract and
   load throughput against the baselines, and a fingerprint of every release
@@ -169,28 +170,36 @@ def fingerprints(spec: Spec) -> dict:
 
 
 class TaskMemory(threading.Thread):
-    """Peak RSS (process and children) of every Airflow task process."""
+    """Peak RSS (process and children) of every Airflow task process, from
+    ``/proc`` every 0.5 s (``benchmarks.procfs``).
 
-    def __init__(self):
+    A task process is forked from its supervisor (titled ``airflow worker --
+    LocalExecutor: ...``) and renames itself ``airflow worker -- <task
+    instance id>`` once started, so titles of the first kind are read again.
+    """
+
+    PREFIX = "airflow worker -- "
+
+    def __init__(self, interval: float = 0.5):
         super().__init__(daemon=True)
         self.peak: dict[str, int] = {}
+        self.interval = interval
         self._halt = threading.Event()
 
     def run(self):
-        import psutil
+        from benchmarks import procfs
 
+        titles = procfs.Titles(unsettled=(self.PREFIX + "LocalExecutor",))
         while not self._halt.is_set():
-            for p in psutil.process_iter(["cmdline"]):
-                title = " ".join(p.info["cmdline"] or [])
-                if not title.startswith("airflow worker -- "):
+            procs = procfs.snapshot()
+            for pid, (ppid, _) in procs.items():
+                title = titles.of(pid, ppid)
+                if not title.startswith(self.PREFIX) or "LocalExecutor" in title:
                     continue
-                ti = title.split("-- ", 1)[1].split()[0]
-                try:
-                    rss = sum(q.memory_info().rss for q in [p, *p.children(recursive=True)])
-                except psutil.Error:
-                    continue
-                self.peak[ti] = max(self.peak.get(ti, 0), rss)
-            self._halt.wait(0.5)
+                ti = title[len(self.PREFIX):].split()[0]
+                self.peak[ti] = max(self.peak.get(ti, 0), procfs.tree_rss(procs, pid))
+            titles.forget_all_but(procs)
+            self._halt.wait(self.interval)
 
     def stop(self):
         self._halt.set()

@@ -24,7 +24,8 @@ DATASETS = Path(os.environ.get("DEID_DATASETS",
 
 
 class _PeakSampler(threading.Thread):
-    """Polls the RSS of this process and its children (psutil) every ``interval`` s."""
+    """Polls the RSS of this process and its descendants every ``interval`` s
+    (``benchmarks.procfs``)."""
 
     def __init__(self, interval: float = 0.05):
         super().__init__(daemon=True)
@@ -33,16 +34,10 @@ class _PeakSampler(threading.Thread):
         self._halt = threading.Event()
 
     def run(self):
-        import psutil
-        me = psutil.Process()
+        from benchmarks import procfs
+        me = os.getpid()
         while not self._halt.is_set():
-            total = 0
-            for p in [me, *me.children(recursive=True)]:
-                try:
-                    total += p.memory_info().rss
-                except psutil.Error:
-                    pass
-            self.peak = max(self.peak, total)
+            self.peak = max(self.peak, procfs.tree_rss(procfs.snapshot(), me))
             self._halt.wait(self.interval)
 
     def stop(self):
