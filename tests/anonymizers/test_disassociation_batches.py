@@ -187,3 +187,18 @@ def test_plan_counts_the_codes_of_every_cluster():
     p = plan(data, DisassociationConfig(5, 2))
     per_cluster = data.merge(p.rows, on="patient_id").groupby("cluster").size()
     assert p.codes.tolist() == per_cluster.reindex(range(p.n_clusters)).tolist()
+    records = p.rows.groupby("cluster").size()
+    assert p.sizes.tolist() == records.reindex(range(p.n_clusters)).tolist()
+
+
+def test_work_weighs_records_and_codes_per_record():
+    from anonymizers.disassociation.batches import WORK_PER_RECORD, Plan
+
+    p = Plan(pd.DataFrame(), 3, {}, np.array([10, 40, 0]), np.array([5, 5, 5]))
+    assert p.work().tolist() == [5 * WORK_PER_RECORD + 20, 5 * WORK_PER_RECORD + 320,
+                                 5 * WORK_PER_RECORD]
+    # a cluster of long records weighs more than one with as many pairs in short records
+    long, short = Plan(pd.DataFrame(), 2, {}, np.array([600, 600]), np.array([10, 60])).work()
+    assert long > short
+    assert Plan(pd.DataFrame(), 2, {}, np.array([3, 4])).work().tolist() == [3, 4]
+    assert Plan(pd.DataFrame(), 2, {}).work().tolist() == [1, 1]
