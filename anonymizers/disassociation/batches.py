@@ -58,7 +58,7 @@ from anonymizers.errors import ParameterError
 
 PLAN_COLUMNS = ["patient_id", "cluster", "position"]
 # seconds per record over seconds per (pairs^2 / records), fitted at 113k (Plan.work)
-WORK_PER_RECORD = 348.0
+WORK_PER_RECORD = 148.0
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,10 @@ class Plan:
         """Estimated VERPART and refining time of each cluster: a part per
         record, and a part growing with pairs x codes per record (the chunk
         growth and the code-pair counts of a cluster).  Fitted over the 24
-        refine windows at 113,000 members: correlation 0.95 with the time,
-        against 0.89 for the pairs alone, whose balance left the first of six
-        batches twice the time of the last.  Pairs alone without sizes."""
+        refine windows at 113,000 members: correlation 0.97 with the time,
+        against 0.92 for the pairs alone, whose balance left the first of six
+        batches twice the time of the last in Airflow.  Pairs alone without
+        sizes."""
         if self.codes is None:
             return np.ones(self.n_clusters)
         pairs = np.asarray(self.codes, dtype=np.float64)

@@ -50,8 +50,8 @@ def verpart(part: Part, k: int, m: int, constraint: np.ndarray,
     order = _ordered(chunkable, support, constraint)
     if m == 2:
         column = {t: j for j, t in enumerate(order.tolist())}
-        shared = _shared_records(part, order, n_codes)
-        support_of = shared.diagonal()
+        shared = SharedRecords(part, order, n_codes)
+        support_of = shared.support()
         too_rare = (support_of > 0) & (support_of < k)
         grow = partial(_grow_pairs, column=column, shared=shared, too_rare=too_rare, k=k)
     else:
@@ -91,30 +91,54 @@ def _grow(remain: list[int], masks: dict, k: int, m: int) -> list[int]:
     return cur
 
 
-def _shared_records(part: Part, order: np.ndarray, n_codes: int) -> sp.csr_matrix:
-    """(codes x codes) sparse counts of the records two codes of ``order``
-    share (the diagonal: each code's support), in ``order``'s positions."""
-    where = np.full(n_codes, -1, dtype=np.int64)
-    where[order] = np.arange(len(order))
-    col = where[part.codes]
-    sel = col >= 0
-    held = sp.csr_matrix((np.ones(int(sel.sum()), dtype=np.int64), (part.pos[sel], col[sel])),
-                         shape=(part.n, len(order)))
-    held.sum_duplicates()
-    held.data[:] = 1
-    return (held.T @ held).tocsr()
+class SharedRecords:
+    """How many records two codes of ``order`` share, by code position in
+    ``order``.  Small clusters keep their (records x codes) boolean matrix
+    and count a code's row when asked (scipy's set-up costs more than the
+    counting there); larger ones keep the sparse (codes x codes) product."""
+
+    DENSE_CELLS = 1 << 16
+
+    def __init__(self, part: Part, order: np.ndarray, n_codes: int, dense: bool | None = None):
+        if dense is None:
+            dense = part.n * len(order) <= self.DENSE_CELLS
+        self.held = part.dense(order, n_codes) if dense else None
+        self.pairs = None if dense else self._pairs(part, order, n_codes)
+
+    @staticmethod
+    def _pairs(part: Part, order: np.ndarray, n_codes: int) -> sp.csr_matrix:
+        where = np.full(n_codes, -1, dtype=np.int64)
+        where[order] = np.arange(len(order))
+        col = where[part.codes]
+        sel = col >= 0
+        held = sp.csr_matrix((np.ones(int(sel.sum()), dtype=np.int64),
+                              (part.pos[sel], col[sel])), shape=(part.n, len(order)))
+        held.sum_duplicates()
+        held.data[:] = 1
+        return (held.T @ held).tocsr()
+
+    def support(self) -> np.ndarray:
+        return self.held.sum(axis=0) if self.held is not None else self.pairs.diagonal()
+
+    def rare_with(self, j: int, k: int) -> np.ndarray:
+        """Positions of the codes sharing between 1 and k-1 records with ``j``."""
+        if self.held is not None:
+            counts = self.held[self.held[:, j]].sum(axis=0)
+            return np.flatnonzero((counts > 0) & (counts < k))
+        row = slice(self.pairs.indptr[j], self.pairs.indptr[j + 1])
+        return self.pairs.indices[row][self.pairs.data[row] < k]
 
 
-def _grow_pairs(remain: list[int], column: dict, shared: sp.csr_matrix, too_rare: np.ndarray,
+def _grow_pairs(remain: list[int], column: dict, shared: SharedRecords, too_rare: np.ndarray,
                 k: int) -> list[int]:
     """``_grow`` for m = 2.
 
     For m = 2, ``can_add``'s test reduces to: no code ``c`` already in the
     chunk shares between 1 and k-1 records with ``t`` (a pattern ``c & t``
     equal to ``t`` has ``|t| >= k`` records; VERPART's codes all have
-    support k or more).  So each code that joins bars, from its row of
-    ``shared``, the codes it now excludes, and the next code to join is the
-    first waiting code not barred (``too_rare``: support in [1, k)).
+    support k or more).  So each code that joins bars the codes it now
+    excludes (``shared.rare_with``), and the next code to join is the first
+    waiting code not barred (``too_rare``: support in [1, k)).
     """
     pos = np.fromiter((column[t] for t in remain), dtype=np.int64, count=len(remain))
     barred = too_rare.copy()
@@ -126,8 +150,7 @@ def _grow_pairs(remain: list[int], column: dict, shared: sp.csr_matrix, too_rare
             break
         i += int(free.argmax())
         cur.append(remain[i])
-        row = slice(shared.indptr[pos[i]], shared.indptr[pos[i] + 1])
-        barred[shared.indices[row][shared.data[row] < k]] = True
+        barred[shared.rare_with(int(pos[i]), k)] = True
         i += 1
     return cur
 

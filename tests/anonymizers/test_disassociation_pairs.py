@@ -4,6 +4,7 @@ counts) against the general k^m test on row bitmasks (``kmcheck.can_add``)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,19 +28,24 @@ def clusters(draw):
 
 
 @settings(max_examples=400)
-@given(clusters())
-def test_pairs_growth_equals_the_general_test(case):
+@given(clusters(), st.booleans())
+def test_pairs_growth_equals_the_general_test(case, dense):
     part, n_codes, order, waiting, k = case
     masks = dict(zip(order.tolist(), row_masks(part.dense(order, n_codes))))
-    shared = verpart._shared_records(part, order, n_codes)
-    support = shared.diagonal()
+    shared = verpart.SharedRecords(part, order, n_codes, dense=dense)
+    support = shared.support()
+    assert support.tolist() == part.dense(order, n_codes).sum(axis=0).tolist()
     column = {t: j for j, t in enumerate(order.tolist())}
     fast = verpart._grow_pairs(waiting, column, shared, (support > 0) & (support < k), k)
     assert fast == verpart._grow(waiting, masks, k, 2)
 
 
-def test_shared_record_counts():
-    part = Part(np.arange(3), np.array([0, 0, 1, 1, 2]), np.array([0, 2, 0, 2, 1]))
-    shared = verpart._shared_records(part, np.array([2, 0, 1]), 3).toarray()
-    # order positions: code 2 -> 0, code 0 -> 1, code 1 -> 2
-    assert shared.tolist() == [[2, 2, 0], [2, 2, 0], [0, 0, 1]]
+@pytest.mark.parametrize("dense", [True, False])
+def test_codes_sharing_too_few_records(dense):
+    # records: {0, 2}, {0, 2}, {1}, {0}; order positions: code 2 -> 0, 0 -> 1, 1 -> 2
+    part = Part(np.arange(4), np.array([0, 0, 1, 1, 2, 3]), np.array([0, 2, 0, 2, 1, 0]))
+    shared = verpart.SharedRecords(part, np.array([2, 0, 1]), 3, dense=dense)
+    assert shared.support().tolist() == [2, 3, 1]
+    assert shared.rare_with(1, 3).tolist() == [0]  # code 2 shares 2 records with code 0
+    assert shared.rare_with(1, 2).tolist() == []
+    assert shared.rare_with(2, 2).tolist() == [2]  # code 1 with itself: 1 record
