@@ -1,12 +1,40 @@
 """Fresh pseudonyms for released records.
 
 A pseudonym carries nothing of the source id: it is a random permutation of
-0..n-1 drawn from the caller's seeded generator, formatted with a prefix.
+0..n-1 drawn from the caller's generator, formatted with a prefix.
+
+Whoever can draw that permutation again maps every pseudonym back to its
+source record.  Drawn from the recorded seed alone, anyone who knows the seed
+(it is in the release's audit row and its release file) and holds the source
+data (an insider; anyone, for a public source such as DE-SynPUF) can replay
+the method and draw it.  So a deployment draws it from ``keyed``: a
+generator seeded by HMAC-SHA256 of its secret key (the token key), the seed
+and the stream name, reproducible only by the key's holders.  Without a key
+(the command line) the seed's own generator is used.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+
 import numpy as np
+
+from anonymizers.errors import ParameterError
+
+
+def keyed(key: bytes, seed, stream: str = "pseudonyms") -> np.random.Generator:
+    """The generator of a pseudonym permutation under the secret ``key``."""
+    if not isinstance(key, (bytes, bytearray)) or not key:
+        raise ParameterError("pseudonym_key", "must be non-empty bytes (the secret token key)")
+    digest = hmac.new(bytes(key), f"{stream}\x1f{seed}".encode(), hashlib.sha256).digest()
+    return np.random.default_rng(int.from_bytes(digest, "big"))
+
+
+def generator(key: bytes | None, seed, unkeyed: np.random.Generator) -> np.random.Generator:
+    """``keyed(key, seed)`` when a key and a seed are given, else ``unkeyed``
+    (without a seed, ``unkeyed`` draws fresh entropy, which no one replays)."""
+    return keyed(key, seed) if key is not None and seed is not None else unkeyed
 
 
 def fresh(n: int, rng: np.random.Generator, prefix: str = "R") -> np.ndarray:

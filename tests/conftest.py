@@ -21,6 +21,8 @@ for _name, _value in {
     "GX_ANALYTICS_ENABLED": "False",
     # tests get their own embedded warehouse and staging, apart from the demo's
     "DEID_VAR_DIR": ROOT / "var" / "test",
+    # the secret of code tokens and pseudonym permutations (deid.secret)
+    "AIRFLOW_VAR_DEID_TOKEN_KEY": "test-key-not-secret",
 }.items():
     os.environ.setdefault(_name, str(_value))
 for _p in (ROOT, ROOT / "plugins"):

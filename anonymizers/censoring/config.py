@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from anonymizers.errors import ParameterError
@@ -32,11 +32,16 @@ class GCCensConfig:
         Seed of the ``numpy.random.Generator`` that draws the fresh
         pseudonyms of the released records (the only random choice).  ``None``
         draws fresh entropy from the operating system (not reproducible).
+    pseudonym_key : bytes or None, default None
+        Secret key of the pseudonym permutation (``anonymizers.pseudonyms``):
+        with it the permutation cannot be drawn again from the seed alone.
+        Not shown in the config's repr.
     """
 
     k: int
     caps: None | int | Mapping[str, int] = None
     seed: int | None = None
+    pseudonym_key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if not _is_int(self.k) or self.k < 1:

@@ -62,6 +62,7 @@ from anonymizers.censoring.multisets import (
 )
 from anonymizers.censoring.release import pseudonymize
 from anonymizers.errors import ParameterError
+from anonymizers.pseudonyms import generator
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def gccens(sample: pd.DataFrame, population: pd.DataFrame,
     sizes = (S.sizes(), _sizes(capped), _sizes(Y))
     metrics = _metrics(config.k, P.n_records, sizes, index.dis_rows(S.counts),
                        index.dis_rows(capped), dis, len(steps), cap_only)
-    rng = np.random.default_rng(config.seed)
+    rng = generator(config.pseudonym_key, config.seed, np.random.default_rng(config.seed))
     patients, records, key, order = pseudonymize(Y, S.codes, S.patients, rng)
     result = GCCensResult(
         patients=patients, records=records, final_caps=dict(sorted(final_caps.items())),

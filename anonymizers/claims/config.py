@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
@@ -74,6 +74,10 @@ class HHPConfig:
         release as the population (theta = classes / members).
     marketer_qis : tuple of str, default ('age', 'sex')
         Member quasi-identifiers a marketer's list (e.g. voters) holds.
+    pseudonym_key : bytes or None, default None
+        Secret key of the pseudonym permutation (``anonymizers.pseudonyms``):
+        with it the permutation cannot be drawn again from the seed alone.
+        Not shown in the config's repr.
     """
 
     seed: int | None = None
@@ -95,6 +99,7 @@ class HHPConfig:
     hierarchies_path: str | None = None
     marketer_population: int | None = None
     marketer_qis: tuple[str, ...] = ("age", "sex")
+    pseudonym_key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.seed is not None:

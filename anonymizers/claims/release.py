@@ -29,7 +29,7 @@ from anonymizers.claims.recoding import Prepared, prepare
 from anonymizers.claims.risk import NodeRisk, NodeState, RiskModel
 from anonymizers.claims.screening import screen_normalized
 from anonymizers.errors import ParameterError
-from anonymizers.pseudonyms import fresh
+from anonymizers.pseudonyms import fresh, generator
 
 PSEUDONYM_STREAM = (2**32 - 1,)  # spawn key of the pseudonym generator (nodes use their levels)
 
@@ -145,8 +145,9 @@ def finish(staged: Staged, config: HHPConfig, results: list[PartResult], t_searc
                              f"risk {top.risk:.4f} > {config.max_sup} (k={config.k}); raise "
                              "max_sup, lower k or p_max")
     st = model.state(chosen.node)
-    members, claims, key = release_tables(prep, st, np.random.default_rng(
-        np.random.SeedSequence(seed, spawn_key=PSEUDONYM_STREAM)))
+    members, claims, key = release_tables(prep, st, generator(
+        config.pseudonym_key, seed,
+        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=PSEUDONYM_STREAM))))
     nodes = [_evaluated(lattice, r) for r in evaluated]
     complete = all(r.complete for r in results)
     metrics = _metrics(config, seed, staged.policy, staged.report, prep, model, lattice,

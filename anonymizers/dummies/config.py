@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from anonymizers.errors import ParameterError
 
@@ -74,12 +74,17 @@ class DummyConfig:
     repair_passes : int, default 30
         Reshuffling passes of the collision-fixing routine (section 3.2) per
         batch before the exact search or the drop of a colliding dummy.
+    pseudonym_key : bytes or None, default None
+        Secret key of the pseudonym permutation (``anonymizers.pseudonyms``):
+        with it the permutation cannot be drawn again from the seed alone.
+        Not shown in the config's repr.
     """
 
     seed: int
     fill_order: str = "ascending"
     max_rounds: int = 10_000
     repair_passes: int = 30
+    pseudonym_key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if not _is_int(self.seed) or self.seed < 0:

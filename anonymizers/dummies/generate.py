@@ -55,6 +55,7 @@ from anonymizers.dummies.release import assemble
 from anonymizers.dummies.repair import repair
 from anonymizers.dummies.results import DummyGenerationError, DummyResult
 from anonymizers.dummies.waterfill import fill_slots
+from anonymizers.pseudonyms import generator
 from anonymizers.records import Records
 
 MAX_ROUND_SLOTS = 5_000_000  # bounds one round's memory (slots of its filled cluster)
@@ -92,7 +93,8 @@ def generate_dummies(df: pd.DataFrame, clusters, config: DummyConfig) -> DummyRe
     rounds = _water_fill(ctx, config, batches, stats)
     dummies = _concat(batches)
     metrics = _metrics(ctx, dummies, first, rounds, stats)
-    released, dummy_map = assemble(records, dummies, ctx.rng)
+    released, dummy_map = assemble(records, dummies,
+                                   generator(config.pseudonym_key, config.seed, ctx.rng))
     return DummyResult(released=released, dummy_map=dummy_map, metrics=metrics)
 
 

@@ -29,6 +29,7 @@ from anonymizers.longitudinal.batch import CostModel, Encoded, ags_costs, baseli
 from anonymizers.longitudinal.clustering import anonymize_cluster, mdav, trajectory_keys
 from anonymizers.longitudinal.release import Release, assemble
 from anonymizers.longitudinal.trajectories import Trajectories, build_trajectories
+from anonymizers.pseudonyms import generator
 
 ALIGNMENTS = ("a-gs", "baseline")
 
@@ -59,6 +60,10 @@ class LDAConfig:
     age_hierarchy : Hierarchy or None, default None
         Generalization tree for ages (labels are the ages as strings); None is
         the full binary tree over 1..128 of Section IV.4.4.
+    pseudonym_key : bytes or None, default None
+        Secret key of the pseudonym permutation (``anonymizers.pseudonyms``):
+        with it the permutation cannot be drawn again from the seed alone.
+        Not shown in the config's repr.
     """
 
     k: int
@@ -68,6 +73,7 @@ class LDAConfig:
     seed: int | None = None
     icd_hierarchy: Hierarchy | None = field(default=None, compare=False)
     age_hierarchy: Hierarchy | None = field(default=None, compare=False)
+    pseudonym_key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
@@ -125,7 +131,8 @@ def lda(pairs: pd.DataFrame, config: LDAConfig, source: str = "pairs") -> LDARes
         return Pairs.original(icd[span], age[span])
 
     clusters = [anonymize_cluster(g, original, align) for g in groups]
-    rel = assemble(traj, trees, icd, age, clusters, rng)
+    rel = assemble(traj, trees, icd, age, clusters,
+                   generator(config.pseudonym_key, config.seed, rng))
     metrics = _metrics(config, traj, rel, unknown, n_calls[0] + len(traj.patients) - len(groups))
     codes_out = sorted(set(traj.codes[unknown].tolist()))
     return LDAResult(rel.records, rel.patients, metrics, rel.pseudonym_map, codes_out)

@@ -31,6 +31,10 @@ class UGACLIPConfig:
     unplaced_weight : float, default 1.0
         Semantic weight w, in (0, 1], of an item holding a code the hierarchy
         cannot place (see ``anonymizers.ugaclip.loss``).
+    pseudonym_key : bytes or None, default None
+        Secret key of the pseudonym permutation (``anonymizers.pseudonyms``):
+        with it the permutation cannot be drawn again from the seed alone.
+        Not shown in the config's repr.
     """
 
     k: int
@@ -38,6 +42,7 @@ class UGACLIPConfig:
     re_query_sizes: tuple = (1, 2)
     re_queries: int = 200
     unplaced_weight: float = 1.0
+    pseudonym_key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self):
         _check_int("k", self.k, 1)

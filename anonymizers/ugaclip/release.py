@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from anonymizers.pseudonyms import fresh
+from anonymizers.pseudonyms import fresh, generator
 from anonymizers.records import Records
 from anonymizers.ugaclip import metrics as m
 from anonymizers.ugaclip.config import UGACLIPConfig, UGACLIPResult
@@ -25,7 +25,8 @@ def build_result(records: Records, run, utility, config: UGACLIPConfig,
     items = [tuple(g) for g, _ in groups]
     released = released_matrix(records, item_of, len(items))
     rng_ids, rng_queries = np.random.default_rng(config.seed).spawn(2)
-    ids = fresh(records.n_records, rng_ids, prefix="R")
+    ids = fresh(records.n_records, generator(config.pseudonym_key, config.seed, rng_ids),
+                prefix="R")
     coo = released.tocoo()
     record_items = pd.DataFrame({"patient_id": ids[coo.row], "item": coo.col.astype(np.int64)})
     record_items = record_items.sort_values(["patient_id", "item"], kind="stable")

@@ -15,6 +15,7 @@ import pandas as pd
 
 from deid import validation
 from deid.extract import extract_to_parquet
+from deid.secret import pseudonym_key
 
 TITLE = "GCCens (repeated codes, k-map)"
 PARAMS = {
@@ -61,7 +62,8 @@ def censor(run, params) -> dict:
     run.path("sample_claims.parquet").unlink()
     population = _population(run, params)
     result, key = gccens(_sample(run, population), population,
-                         GCCensConfig(k=params["k"], caps=params["cap"], seed=params["seed"]))
+                         GCCensConfig(k=params["k"], caps=params["cap"], seed=params["seed"],
+                                      pseudonym_key=pseudonym_key()))
     result.records.to_parquet(run.path("released.parquet"), index=False)
     pd.DataFrame({"patient_id": result.patients}).to_parquet(run.path("patients.parquet"))
     key.to_parquet(run.path("key.parquet"), index=False)

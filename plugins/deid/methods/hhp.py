@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from deid import parquet_io as pio
+from deid.secret import pseudonym_key
 
 TITLE = "Heritage Health Prize claims release"
 GATE_ROWS = 500_000  # released claims per Great Expectations run
@@ -60,7 +61,7 @@ def _config(params):
     from anonymizers.claims import HHPConfig
 
     return HHPConfig(seed=params["seed"], max_sup=params["max_sup"], p_max=params["p_max"],
-                     max_iterations=params["hhp_iterations"])
+                     max_iterations=params["hhp_iterations"], pseudonym_key=pseudonym_key())
 
 
 def prepare(run, params) -> list[dict]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from deid import validation
+from deid.secret import pseudonym_key
 
 TITLE = "LDA (longitudinal ICD-age trajectories)"
 PARAMS = {
@@ -44,7 +45,7 @@ def anonymize(run, params) -> dict:
 
     result = lda(_pairs(run, params), LDAConfig(
         k=params["k"], w_icd=params["w_icd"], w_age=1 - params["w_icd"],
-        alignment=params["alignment"], seed=params["seed"]))
+        alignment=params["alignment"], seed=params["seed"], pseudonym_key=pseudonym_key()))
     result.records.to_parquet(run.path("released.parquet"), index=False)
     result.pseudonym_map.to_parquet(run.path("key.parquet"), index=False)
     run.write_json("histograms.json", {k: v for k, v in result.metrics.items()

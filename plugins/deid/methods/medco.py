@@ -1,5 +1,12 @@
 """MedCo (seed 003): code clustering, then dummy patients flattening code
-frequencies inside each cluster; codes are released as keyed tokens."""
+frequencies inside each cluster; codes are released as keyed tokens.
+
+Dummy generation is one task, not one per code cluster: a dummy copies a real
+patient's codes in every cluster at once (section 3.2: "the same weight"),
+each water-filling round pours its dummies' codes into the other clusters
+too, and no two released patients may share a full code set.  Clusters
+filled apart would break all three (``anonymizers.dummies.generate``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import pandas as pd
 
 from deid import load as load_mod
 from deid import validation
+from deid.secret import pseudonym_key
 
 TITLE = "MedCo dummy patients"
 PARAMS = {
@@ -41,7 +49,8 @@ def dummies(run, params) -> dict:
     from anonymizers.dummies import DummyConfig, generate_dummies
 
     clusters = run.read_json("clusters.json")["clusters"]
-    result = generate_dummies(_patient_codes(run), clusters, DummyConfig(seed=params["seed"]))
+    result = generate_dummies(_patient_codes(run), clusters, DummyConfig(
+        seed=params["seed"], pseudonym_key=pseudonym_key()))
     result.released.to_parquet(run.path("released.parquet"), index=False)
     result.dummy_map.to_parquet(run.path("dummy_map.parquet"), index=False)
     metrics = run.small(result.metrics)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from deid import validation
+from deid.secret import pseudonym_key
 
 TITLE = "UGACLIP (generalization and suppression)"
 POLICIES = ["none", "pnas2010", "pnas2010-k2", "pnas2010-k5", "pnas2010-k10", "pnas2010-k25",
@@ -53,7 +54,8 @@ def generalize(run, params) -> dict:
     policy = run.read_json("policy.json")
     result = ugaclip(records, policy["constraints"],
                      utility_policy(params["utility_policy"], records["code"].unique()),
-                     UGACLIPConfig(k=params["k"], seed=params["seed"]))
+                     UGACLIPConfig(k=params["k"], seed=params["seed"],
+                                   pseudonym_key=pseudonym_key()))
     release = result.to_dict()
     run.write_json("ugaclip.json", release)
     metrics = run.small(result.metrics)
