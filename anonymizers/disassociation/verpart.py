@@ -28,6 +28,10 @@ from anonymizers.disassociation.kmcheck import can_add, row_masks
 from anonymizers.disassociation.ragged import Part
 
 
+# codes up to which plain Python (bitmasks, sets) beats numpy's per-call cost
+SMALL = 32
+
+
 @dataclass(frozen=True)
 class Partition:
     """Code indices of each record chunk's domain ``T_1 .. T_v`` (in the order
@@ -48,7 +52,7 @@ def verpart(part: Part, k: int, m: int, constraint: np.ndarray,
     low = (support[domain] < k) | sensitive[domain]
     item, chunkable = domain[low], domain[~low]
     order = _ordered(chunkable, support, constraint)
-    if m == 2:
+    if m == 2 and len(order) > SMALL:
         column = {t: j for j, t in enumerate(order.tolist())}
         shared = SharedRecords(part, order, n_codes)
         support_of = shared.support()
@@ -160,9 +164,14 @@ def _drop_split_constraints(cur: list[int], remain: list[int],
     """Lines 15-17: drop codes of another constraint than the first code's
     when that constraint's waiting codes did not all make it into ``cur``."""
     first = constraint[cur[0]]
-    waiting = np.asarray(remain, dtype=np.int64)
-    of_waiting = constraint[waiting]
-    left_out = (of_waiting >= 0) & ~np.isin(waiting, cur)
-    incomplete = set(np.unique(of_waiting[left_out]).tolist())
+    if len(remain) <= SMALL:  # numpy's per-call cost is more than the loop here
+        chosen = set(cur)
+        incomplete = {int(constraint[t]) for t in remain
+                      if constraint[t] >= 0 and t not in chosen}
+    else:
+        waiting = np.asarray(remain, dtype=np.int64)
+        of_waiting = constraint[waiting]
+        left_out = (of_waiting >= 0) & ~np.isin(waiting, cur)
+        incomplete = set(np.unique(of_waiting[left_out]).tolist())
     return [t for t in cur
             if constraint[t] < 0 or constraint[t] == first or constraint[t] not in incomplete]

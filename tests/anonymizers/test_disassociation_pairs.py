@@ -49,3 +49,22 @@ def test_codes_sharing_too_few_records(dense):
     assert shared.rare_with(1, 3).tolist() == [0]  # code 2 shares 2 records with code 0
     assert shared.rare_with(1, 2).tolist() == []
     assert shared.rare_with(2, 2).tolist() == [2]  # code 1 with itself: 1 record
+
+
+@settings(max_examples=200)
+@given(clusters(), st.lists(st.integers(-1, 3), min_size=12, max_size=12))
+def test_verpart_is_the_same_on_both_paths(case, groups):
+    """Small clusters keep the bitmask test, larger ones the shared-record
+    counts (``verpart.SMALL``): both give the same partition."""
+    part, n_codes, _, _, k = case
+    constraint = np.array(groups[:n_codes], dtype=np.int64)
+    sensitive = np.zeros(n_codes, dtype=bool)
+    out = {}
+    for small in (0, 10**9):
+        saved, verpart.SMALL = verpart.SMALL, small
+        try:
+            p = verpart.verpart(part, k, 2, constraint, sensitive)
+        finally:
+            verpart.SMALL = saved
+        out[small] = ([c.tolist() for c in p.chunks], p.item.tolist(), p.support)
+    assert out[0] == out[10**9]
