@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from deid import steps
+from deid import secret, steps
 from deid.airflow_glue import (
     audit_base,
     current_run,
@@ -56,7 +56,7 @@ def method_params(params: dict) -> dict:
 
 
 def build_dag(release: Release):
-    from airflow.sdk import DAG, Variable, task
+    from airflow.sdk import DAG, task
 
     default_args = {"owner": "deid", "retries": 2, "retry_delay": dt.timedelta(seconds=30),
                     "retry_exponential_backoff": True,
@@ -132,7 +132,7 @@ def build_dag(release: Release):
                      "metrics": {"extract": extracted, "ppe": policy,
                                  "screen": _screened(release)},
                      "report_path": written["report_path"]}
-            return steps.load(run, params["method"], chosen, Variable.get("deid_token_key"),
+            return steps.load(run, params["method"], chosen, secret.token_key(),
                               release.destination, audit)
 
         @task(multiple_outputs=False)
