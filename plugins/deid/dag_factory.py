@@ -35,7 +35,10 @@ def form_params(release: Release) -> dict:
         "method": Param(release.method, enum=sorted(METHODS), title="Method",
                         description="The anonymization method of this run.", section="Method"),
         "scope": Param(release.scope, type="string", title="Source scope",
-                       description="SQL filter over the claims (alias c).", section="Method"),
+                       description="SQL filter over the claims (alias c): c.desynpuf_id and "
+                       "c.clm_from_dt, constants, comparisons, IN, BETWEEN, LIKE, AND/OR/NOT, "
+                       "IS NULL, casts and date/text functions; anything else (subqueries, "
+                       "other tables or functions) stops the run.", section="Method"),
     }
     sections = [("Privacy policy (PPE)", COMMON_PARAMS)]
     sections += [(module.TITLE, module.PARAMS) for module in METHODS.values()]

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from anonymizers.errors import InputError
 from deid.paths import sql_text
+from deid.scope import checked as checked_scope
 from deid.synpuf_loader import CMS_PLACEHOLDERS, ICD9_DX
 from deid.warehouse import connect
 
@@ -32,14 +33,13 @@ BLOCK_BYTES = 32 << 20
 
 
 def extract_query(scope: str = "TRUE") -> str:
-    if ";" in scope:
-        raise InputError("release scope", "a scope filter must be one SQL expression (no ';')")
-    return sql_text("extract_claims.sql").replace("{scope}", scope)
+    """The extract query over the release's scope, checked by deid.scope."""
+    return sql_text("extract_claims.sql").replace("{scope}", checked_scope(scope))
 
 
 def extract_to_parquet(out: Path, scope: str = "TRUE") -> dict:
     """Run the extract; returns rows, patients and dropped placeholder counts."""
-    with connect() as conn, conn.cursor() as cur, \
+    with connect(readonly=True) as conn, conn.cursor() as cur, \
             copy_out(cur, f"COPY ({extract_query(scope)}) TO STDOUT WITH (FORMAT csv)") as csv:
         return _csv_to_parquet(csv, out)
 
@@ -140,16 +140,14 @@ CLAIMS_SCHEMA = pa.schema([("member_id", pa.string()), ("claim_id", pa.string())
 
 def claims_query(scope: str = "TRUE") -> str:
     """sql/extract_claims_hhp.sql: one row per claim, for HHP screening and method."""
-    if ";" in scope:
-        raise InputError("release scope", "a scope filter must be one SQL expression (no ';')")
-    return sql_text("extract_claims_hhp.sql").replace("{scope}", scope)
+    return sql_text("extract_claims_hhp.sql").replace("{scope}", checked_scope(scope))
 
 
 def extract_claims_table(out: Path, scope: str = "TRUE") -> dict:
     """One row per claim for the HHP method (sql/extract_claims_hhp.sql), by COPY."""
     query = claims_query(scope)
     csv_path = out.with_suffix(".csv")
-    with connect() as conn, conn.cursor() as cur, open(csv_path, "w") as f:
+    with connect(readonly=True) as conn, conn.cursor() as cur, open(csv_path, "w") as f:
         cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", f)
     try:
         if csv_path.stat().st_size == 0:

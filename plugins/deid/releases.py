@@ -16,8 +16,10 @@ from pathlib import Path
 
 import yaml
 
+from anonymizers.errors import InputError
 from deid.methods import COMMON_PARAMS, METHODS, check_params
 from deid.paths import ROOT
+from deid.scope import checked as checked_scope
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", None}
@@ -90,8 +92,10 @@ def _check_fields(path: Path, raw: dict) -> None:
         raise ReleaseConfigError(path, "method", f"unknown method {raw['method']!r}; "
                                  f"available: {sorted(METHODS)}")
     _check_schedule(path, raw.get("schedule"))
-    if ";" in str(raw.get("scope", "")):
-        raise ReleaseConfigError(path, "scope", "must be one SQL expression (no ';')")
+    try:
+        checked_scope(str(raw.get("scope", "TRUE")))
+    except InputError as exc:
+        raise ReleaseConfigError(path, "scope", exc.problem) from None
     if raw.get("screening_policy") not in SCREENING_POLICIES:
         raise ReleaseConfigError(path, "screening_policy", f"unknown policy "
                                  f"{raw.get('screening_policy')!r}; known: {SCREENING_POLICIES}")

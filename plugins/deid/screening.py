@@ -54,7 +54,7 @@ def _split_claims(run, scope: str, highs: list[str]) -> None:
     writers = [pq.ParquetWriter(run.path(f"screen_claims.b{i}.parquet"), schema,
                                 compression="zstd") for i in range(len(highs))]
     try:
-        with connect() as conn, conn.cursor() as cur, extract_mod.copy_out(
+        with connect(readonly=True) as conn, conn.cursor() as cur, extract_mod.copy_out(
                 cur, f"COPY ({query}) TO STDOUT WITH (FORMAT csv)") as csv:
             if not csv.peek(1):
                 return

@@ -83,10 +83,12 @@ def is_embedded() -> bool:
 
 
 @contextlib.contextmanager
-def connect(autocommit: bool = False):
-    """A psycopg2 connection; commits on success, rolls back on error."""
+def connect(autocommit: bool = False, readonly: bool = False):
+    """A psycopg2 connection; commits on success, rolls back on error.
+    ``readonly``: its transactions are READ ONLY (the extracts, whose query
+    holds the release's scope)."""
     conn = psycopg2.connect(dsn())
-    conn.autocommit = autocommit
+    conn.set_session(readonly=readonly or None, autocommit=autocommit)
     try:
         yield conn
         if not autocommit:

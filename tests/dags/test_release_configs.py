@@ -45,6 +45,18 @@ def test_config_errors_name_the_file_and_field(tmp_path, change, field):
     assert err.value.field == field and "example.yaml" in str(err.value)
 
 
+@pytest.mark.parametrize("scope, problem", [
+    ("TRUE) UNION SELECT 1 FROM pg_authid WHERE (TRUE", "changes the query"),
+    ("pg_sleep(600) IS NULL", "function pg_sleep()"),
+    ("TRUE; DROP TABLE source.carrier_claims", "one SQL expression"),
+])
+def test_an_unsafe_scope_fails_parsing(tmp_path, scope, problem):
+    path = _write(tmp_path, GOOD + f"scope: {scope!r}\n")
+    with pytest.raises(ReleaseConfigError) as err:
+        load_release(path)
+    assert err.value.field == "scope" and problem in str(err.value)
+
+
 def test_ugaclip_without_a_utility_policy_is_refused(tmp_path):
     text = GOOD.replace("method: disassociation", "method: ugaclip").replace(
         "m: 2, ", "").replace("icd9-level-1", "none")

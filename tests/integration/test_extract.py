@@ -44,6 +44,27 @@ def test_scope_filter_restricts_claims(synthetic, tmp_path):
     assert 0 < scoped["rows"] < all_rows
     with pytest.raises(InputError, match="one SQL expression"):
         extract_to_parquet(tmp_path / "c.parquet", "TRUE; DROP TABLE source.carrier_claims")
+    with pytest.raises(InputError, match="subquery"):
+        extract_to_parquet(tmp_path / "d.parquet",
+                           "(SELECT count(*) FROM source.beneficiary_summary) > 0")
+    assert not (tmp_path / "c.parquet").exists() and not (tmp_path / "d.parquet").exists()
+
+
+def test_extract_transactions_are_read_only(synthetic):
+    """The second wall behind the scope check: the extracts' connection
+    cannot write, whatever its query holds."""
+    import psycopg2.errors
+    from deid.warehouse import connect
+
+    with pytest.raises(psycopg2.errors.ReadOnlySqlTransaction), \
+            connect(readonly=True) as conn, conn.cursor() as cur:
+        cur.execute("SELECT 1")
+        cur.execute("DELETE FROM source.carrier_claims")
+    with connect(readonly=True) as conn, conn.cursor() as cur:
+        cur.execute("SHOW transaction_read_only")
+        assert cur.fetchone()[0] == "on"
+        cur.execute("SELECT count(*) FROM source.carrier_claims")
+        assert cur.fetchone()[0] > 0
 
 
 def test_bad_code_in_the_warehouse_names_table_and_field(synthetic, empty_source, tmp_path):
