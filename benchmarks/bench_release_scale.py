@@ -16,11 +16,13 @@ release instead (its lattice search mapped over the lattice's parts).
 - The release file (extract -> HHP screening per member range -> PPE ->
   HORPART plan -> VERPART/refining per batch -> combine -> measure ->
   validate -> report -> load) is triggered through the REST API; a sampler
-  reads the resident memory of every task process (Airflow titles them
-  ``airflow worker -- <task instance id>``) and its children every 0.5 s
+  reads the resident memory and CPU time of every task process (Airflow
+  titles them ``airflow worker -- <task instance id>``) and its children,
+  and the CPU time of Airflow's other processes and PostgreSQL, every 0.5 s
   (the whole process tree once a second), from ``/proc`` (``procfs``:
   sampling costs CPU the tasks share).
-- Figures: the run's wall time, each task's duration and peak memory, each
+- Figures: the run's wall time, each task's duration, peak memory and CPU
+  seconds, the other processes' CPU seconds during each stage, each
   stage's span (first start to last end of its mapped tasks), extract and
   load throughput against the baselines, and a fingerprint of every release
   table (to show that runs with different parallelism release the same).
@@ -169,13 +171,27 @@ def fingerprints(spec: Spec) -> dict:
     return out
 
 
-class TaskMemory(threading.Thread):
-    """Peak RSS (process and children) of every Airflow task process, from
-    ``/proc`` every 0.5 s (``benchmarks.procfs``).
+#: title fragment -> class of a process that is not a task, for the CPU
+#: spent beside the tasks (first match wins)
+SERVICES = (("airflow worker -- LocalExecutor", "executor"), ("scheduler", "scheduler"),
+            ("api_server", "api_server"), ("api-server", "api_server"),
+            ("dag-processor", "dag_processor"), ("dag_processor", "dag_processor"),
+            ("triggerer", "triggerer"), ("serve-logs", "serve_logs"), ("postgres", "postgres"),
+            ("bench_release_scale", "benchmark"))
+
+
+class TaskSampler(threading.Thread):
+    """Every 0.5 s from ``/proc`` (``benchmarks.procfs``): the peak resident
+    set and the CPU seconds of every Airflow task process with its children
+    (``peak``, ``cpu``: task instance id -> bytes, seconds), and the CPU
+    seconds used by the other processes by class (``SERVICES``) as a
+    timeline (``services``: (time, {class: cumulative seconds})).
 
     A task process is forked from its supervisor (titled ``airflow worker --
     LocalExecutor: ...``) and renames itself ``airflow worker -- <task
     instance id>`` once started, so titles of the first kind are read again.
+    A task's CPU is its largest sample: up to one interval (0.5 s) of its
+    last work is not seen, at any parallelism alike.
     """
 
     PREFIX = "airflow worker -- "
@@ -183,6 +199,8 @@ class TaskMemory(threading.Thread):
     def __init__(self, interval: float = 0.5):
         super().__init__(daemon=True)
         self.peak: dict[str, int] = {}
+        self.cpu: dict[str, float] = {}
+        self.services: list[tuple[float, dict[str, float]]] = []
         self.interval = interval
         self._halt = threading.Event()
 
@@ -190,20 +208,55 @@ class TaskMemory(threading.Thread):
         from benchmarks import procfs
 
         titles = procfs.Titles(unsettled=(self.PREFIX + "LocalExecutor",))
+        seen: dict[tuple[int, int], float] | None = None
+        total: dict[str, float] = {}
         while not self._halt.is_set():
             procs = procfs.snapshot()
-            for pid, (ppid, _) in procs.items():
-                title = titles.of(pid, ppid)
-                if not title.startswith(self.PREFIX) or "LocalExecutor" in title:
-                    continue
-                ti = title[len(self.PREFIX):].split()[0]
-                self.peak[ti] = max(self.peak.get(ti, 0), procfs.tree_rss(procs, pid))
+            in_tasks = self._tasks(procs, titles)
+            now: dict[tuple[int, int], float] = {}
+            for pid, (ppid, _, cpu) in procs.items():
+                cls = None if pid in in_tasks else service_class(titles.of(pid, ppid))
+                if cls:
+                    now[(pid, ppid)] = cpu
+                    # the first pass only sets the baseline; a process born since
+                    # the last pass counts from zero
+                    grew = 0.0 if seen is None else cpu - seen.get((pid, ppid), 0.0)
+                    total[cls] = total.get(cls, 0.0) + grew
+            seen = now
+            self.services.append((time.time(), dict(total)))
             titles.forget_all_but(procs)
             self._halt.wait(self.interval)
+
+    def _tasks(self, procs, titles) -> set[int]:
+        """Record each task tree's memory and CPU; the pids in those trees."""
+        from benchmarks import procfs
+
+        roots = {}
+        for pid, (ppid, *_) in procs.items():
+            title = titles.of(pid, ppid)
+            if title.startswith(self.PREFIX) and "LocalExecutor" not in title:
+                roots[pid] = title[len(self.PREFIX):].split()[0]
+        for pid, ti in roots.items():
+            self.peak[ti] = max(self.peak.get(ti, 0), procfs.tree_rss(procs, pid))
+            self.cpu[ti] = max(self.cpu.get(ti, 0.0), procfs.tree_cpu(procs, pid))
+        return procfs.descendants(procs, roots)
+
+    def services_between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds of each service class between two times (from the
+        samples nearest before each)."""
+        def at(t):
+            before = [totals for when, totals in self.services if when <= t]
+            return before[-1] if before else {}
+        a, b = at(start), at(end)
+        return {cls: round(b[cls] - a.get(cls, 0.0), 1) for cls in sorted(b)}
 
     def stop(self):
         self._halt.set()
         self.join()
+
+
+def service_class(title: str) -> str | None:
+    return next((cls for fragment, cls in SERVICES if fragment in title), None)
 
 
 def metadata_url(name: str) -> str:
@@ -244,23 +297,23 @@ def airflow_run(spec: Spec, parallelism: int, conf: dict) -> dict:
            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
            "AIRFLOW_VAR_DEID_TOKEN_KEY": "bench-key-not-secret"}
     dag = spec.dag
-    memory = TaskMemory()
+    sampler = TaskSampler()
     with standalone(home, env) as server:
         token = server.token()
         server.wait_for_dag(dag, token)
         _fail_stale_runs(server, dag, token)
-        memory.start()
+        sampler.start()
         try:
             run_id = server.trigger(dag, conf, token)
             run = server.wait_for_run(dag, run_id, timeout=3600)
         finally:
-            memory.stop()
+            sampler.stop()
         tis = server.api("GET", f"/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances"
                          "?limit=1000")["task_instances"]
         xcom = {t: _value(server.api("GET", f"/api/v2/dags/{dag}/dagRuns/{run_id}/"
                                         f"taskInstances/{t}/xcomEntries/return_value"))
                 for t in ("extract", "load") if run["state"] == "success"}
-    return {"run": run, "tis": tis, "memory": memory.peak, "xcom": xcom}
+    return {"run": run, "tis": tis, "sampler": sampler, "xcom": xcom}
 
 
 def _fail_stale_runs(server, dag: str, token: str) -> None:
@@ -284,22 +337,29 @@ def _seconds(a: str, b: str) -> float:
     return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
 
 
-def stages(tis: list, memory: dict) -> dict:
-    """Per task id: instances, summed and spanned seconds, peak memory."""
+def stages(tis: list, sampler) -> dict:
+    """Per task id: instances, summed and spanned seconds, peak memory, the
+    tasks' CPU seconds and the services' CPU seconds during the span."""
+    from datetime import datetime
+
     out: dict = {}
     for ti in tis:
         if not ti.get("start_date") or not ti.get("end_date") or ti["state"] == "skipped":
             continue
         s = out.setdefault(ti["task_id"], {"instances": 0, "task_seconds": 0.0,
-                                           "start": ti["start_date"], "end": ti["end_date"],
-                                           "peak_mb": 0.0})
+                                           "task_cpu_seconds": 0.0, "start": ti["start_date"],
+                                           "end": ti["end_date"], "peak_mb": 0.0})
         s["instances"] += 1
         s["task_seconds"] += _seconds(ti["start_date"], ti["end_date"])
+        s["task_cpu_seconds"] += sampler.cpu.get(ti["id"], 0.0)
         s["start"], s["end"] = min(s["start"], ti["start_date"]), max(s["end"], ti["end_date"])
-        s["peak_mb"] = max(s["peak_mb"], memory.get(ti["id"], 0) / 2**20)
+        s["peak_mb"] = max(s["peak_mb"], sampler.peak.get(ti["id"], 0) / 2**20)
     for s in out.values():
-        s["span_seconds"] = round(_seconds(s.pop("start"), s.pop("end")), 1)
+        start, end = (datetime.fromisoformat(s.pop(k)).timestamp() for k in ("start", "end"))
+        s["span_seconds"] = round(end - start, 1)
+        s["service_cpu_seconds"] = sampler.services_between(start, end)
         s["task_seconds"] = round(s["task_seconds"], 1)
+        s["task_cpu_seconds"] = round(s["task_cpu_seconds"], 1)
         s["peak_mb"] = round(s["peak_mb"])
     return dict(sorted(out.items(), key=lambda kv: kv[1]["span_seconds"], reverse=True))
 
@@ -334,7 +394,7 @@ def measure(spec: Spec, members: int, parallelism: int, conf: dict, seed: int) -
     run = result["run"]
     figures = {"warehouse": warehouse, "run_state": run["state"],
                "run_wall_seconds": round(_seconds(run["start_date"], run["end_date"]), 1),
-               "stages": stages(result["tis"], result["memory"])}
+               "stages": stages(result["tis"], result["sampler"])}
     figures["max_task_peak_mb"] = max(s["peak_mb"] for s in figures["stages"].values())
     if run["state"] != "success":
         return figures

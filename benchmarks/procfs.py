@@ -1,4 +1,4 @@
-"""Resident memory of process trees, read straight from Linux's ``/proc``.
+"""Resident memory and CPU time of process trees, read straight from Linux's ``/proc``.
 
 The memory samplers run beside the work they measure, on the same two cores:
 psutil's ``children(recursive=True)`` and ``process_iter`` build Python
@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 HAS_PROC = os.path.isdir("/proc/self")
 
 
-def snapshot() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, resident bytes) of every process now running."""
+def snapshot() -> dict[int, tuple[int, int, float]]:
+    """pid -> (parent pid, resident bytes, CPU seconds so far: user + system)
+    of every process now running."""
     if not HAS_PROC:
         return _psutil_snapshot()
     out = {}
@@ -30,24 +32,40 @@ def snapshot() -> dict[int, tuple[int, int]]:
                 stat = f.read()
         except OSError:  # the process ended between listing and reading
             continue
-        # after "pid (comm) ": state ppid ... ; rss is the 24th field of the line
+        # after "pid (comm) ": state ppid ... utime stime (fields 14-15 of the
+        # line) ... rss (field 24)
         fields = stat[stat.rindex(b")") + 2:].split()
-        out[int(name)] = (int(fields[1]), int(fields[21]) * PAGE)
+        out[int(name)] = (int(fields[1]), int(fields[21]) * PAGE,
+                          (int(fields[11]) + int(fields[12])) / TICKS)
     return out
 
 
-def tree_rss(procs: dict[int, tuple[int, int]], root: int) -> int:
+def tree_rss(procs: dict, root: int) -> int:
     """Resident bytes of ``root`` and all its descendants in ``procs``."""
+    return _tree_sum(procs, root, 1)
+
+
+def tree_cpu(procs: dict, root: int) -> float:
+    """CPU seconds of ``root`` and its descendants now running in ``procs``."""
+    return _tree_sum(procs, root, 2)
+
+
+def descendants(procs: dict, roots) -> set[int]:
+    """The pids of ``roots`` and all their descendants in ``procs``."""
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in procs.items():
-        children.setdefault(ppid, []).append(pid)
-    total, stack = 0, [root]
+    for pid, proc in procs.items():
+        children.setdefault(proc[0], []).append(pid)
+    out, stack = set(), list(roots)
     while stack:
         pid = stack.pop()
-        if pid in procs:
-            total += procs[pid][1]
-        stack.extend(children.get(pid, ()))
-    return total
+        if pid not in out:
+            out.add(pid)
+            stack.extend(children.get(pid, ()))
+    return out
+
+
+def _tree_sum(procs: dict, root: int, field: int):
+    return sum(procs[pid][field] for pid in descendants(procs, [root]) if pid in procs)
 
 
 class Titles:
@@ -85,10 +103,11 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def _psutil_snapshot() -> dict[int, tuple[int, int]]:
+def _psutil_snapshot() -> dict[int, tuple[int, int, float]]:
     import psutil
     out = {}
-    for p in psutil.process_iter(["ppid", "memory_info"]):
-        if p.info["memory_info"] is not None:
-            out[p.pid] = (p.info["ppid"], p.info["memory_info"].rss)
+    for p in psutil.process_iter(["ppid", "memory_info", "cpu_times"]):
+        if p.info["memory_info"] is not None and p.info["cpu_times"] is not None:
+            out[p.pid] = (p.info["ppid"], p.info["memory_info"].rss,
+                          p.info["cpu_times"].user + p.info["cpu_times"].system)
     return out

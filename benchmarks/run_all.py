@@ -117,6 +117,7 @@ def scale_summary(by_name: dict) -> list[str]:
     if one and two:
         out += _speedup(one["figures"], two["figures"], PARTITIONED)
         out += _rounds(by_name, PARTITIONED)
+        out += _cpu(by_name, PARTITIONED)
     one, two = (by_name.get(result_name("hhp", 113_000, p)) for p in (1, 2))
     if one and two:
         out += ["### HHP claims release at 113k: the lattice search mapped over its parts", ""]
@@ -212,6 +213,38 @@ def _rounds(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
     out += ["", f"- median speed-up over {len(runs) // 2} rounds: " + ", ".join(medians)
             + f"; one release in every run: **{'yes' if _identical(*runs) else 'NO'}**", ""]
     return out
+
+
+def _cpu(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
+    """Where the partitioned stages' time went in each paired round: the tasks'
+    CPU seconds, the cores they had (CPU seconds / span) and the CPU seconds
+    of every other Airflow and PostgreSQL process during the span; nothing
+    for runs without CPU figures."""
+    rows = []
+    for r in range(1, SPEEDUP_ROUNDS + 1):
+        pair = [by_name.get(result_name("disassociation", 113_000, p, r)) for p in (1, 2)]
+        for stage in partitioned if all(pair) else ():
+            one, two = (rec["figures"]["stages"].get(stage, {}) for rec in pair)
+            if "task_cpu_seconds" in one and "task_cpu_seconds" in two:
+                rows.append(f"| {r} | {stage} | {_cpu_cells(one)} | {_cpu_cells(two)} | "
+                            f"{_fmt(two['task_cpu_seconds'] / one['task_cpu_seconds'])} |")
+    if not rows:
+        return []
+    head = ("| round | partitioned stage | p1: span s, task CPU-s, task cores, other CPU-s | "
+            "p2: span s, task CPU-s, task cores, other CPU-s | task CPU-s p2/p1 |")
+    note = ("Task CPU-s: user + system time of the stage's task processes (/proc, sampled "
+            "every 0.5 s); task cores: task CPU-s / span; other CPU-s: Airflow's services, "
+            "the executor's supervisors and PostgreSQL during the span. Speed-up = "
+            "(task CPU-s at p1 / task cores at p1) / (task CPU-s at p2 / task cores at p2): "
+            "it falls below 2 when the same work costs more CPU-seconds run two at a time, "
+            "or when the tasks get fewer than two cores.")
+    return [head, "|---|---|---|---|---|", *rows, "", note, ""]
+
+
+def _cpu_cells(stage: dict) -> str:
+    cpu, span = stage["task_cpu_seconds"], stage["span_seconds"]
+    return (f"{_fmt(span)}, {_fmt(cpu)}, {_fmt(cpu / span if span else None)}, "
+            f"{_fmt(round(sum(stage['service_cpu_seconds'].values()), 1))}")
 
 
 def main(argv: list[str]) -> int:

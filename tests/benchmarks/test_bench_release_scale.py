@@ -3,9 +3,19 @@ and the RESULTS.md summary (growth, speed-up, identical releases)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
+
 from benchmarks import run_all
-from benchmarks.bench_release_scale import metadata_url, result_name, stages
+from benchmarks.bench_release_scale import (
+    TaskSampler,
+    metadata_url,
+    result_name,
+    stages,
+)
+
+T0 = datetime.fromisoformat("2026-11-26T00:00:00+00:00").timestamp()
 
 
 def _ti(tid, task, start, end, state="success", map_index=-1):
@@ -14,13 +24,29 @@ def _ti(tid, task, start, end, state="success", map_index=-1):
             "end_date": f"2026-11-26T00:00:{end:02d}+00:00"}
 
 
+class _Sampler:
+    """What stages() reads from a TaskSampler."""
+
+    def __init__(self):
+        self.peak = {"a": 100 * 2**20, "b": 300 * 2**20}
+        self.cpu = {"a": 8.0, "b": 11.5}
+        self.services = [(T0 + 1, {"scheduler": 1.0}),
+                         (T0 + 9, {"scheduler": 2.5, "postgres": 0.5}),
+                         (T0 + 15, {"scheduler": 4.0, "postgres": 1.0})]
+
+    services_between = TaskSampler.services_between
+
+
 def test_stages_span_mapped_instances_and_keep_the_largest_peak():
     tis = [_ti("a", "screen", 0, 10, map_index=0), _ti("b", "screen", 2, 14, map_index=1),
            _ti("c", "extract", 20, 25), _ti("d", "hhp_release", 0, 0, state="skipped")]
-    out = stages(tis, {"a": 100 * 2**20, "b": 300 * 2**20})
+    out = stages(tis, _Sampler())
     assert out["screen"] == {"instances": 2, "task_seconds": 22.0, "peak_mb": 300,
-                             "span_seconds": 14.0}
+                             "span_seconds": 14.0, "task_cpu_seconds": 19.5,
+                             # samples at or before 00:00:00 (none) and 00:00:14 (T0 + 9)
+                             "service_cpu_seconds": {"postgres": 0.5, "scheduler": 2.5}}
     assert out["extract"]["peak_mb"] == 0 and "hhp_release" not in out
+    assert out["extract"]["service_cpu_seconds"] == {"postgres": 0.0, "scheduler": 0.0}
 
 
 def _record(stage_secs, wall, fingerprint):
@@ -48,6 +74,27 @@ def test_summary_reports_growth_speedup_and_identity():
     text = "\n".join(run_all.scale_summary(by_name))
     assert "| hhp_search (6 tasks) | 80 | 50 | 1.6 |" in text
     assert text.count("release identical: **yes**") == 1  # HHP; disassociation differs now
+
+
+def test_cpu_table_shows_task_cpu_and_cores_per_round():
+    def stage(span, cpu, other):
+        return {"span_seconds": span, "task_cpu_seconds": cpu, "instances": 6,
+                "service_cpu_seconds": {"scheduler": other / 2, "postgres": other / 2}}
+
+    def record(screen, dis):
+        rec = _record({}, 100, "f")
+        rec["figures"]["stages"] = {"screen": stage(*screen),
+                                    "disassociation_disassociate": stage(*dis)}
+        return rec
+
+    by_name = {"release_scale_113k_p1": record((20.0, 19.0, 2.0), (25.0, 24.0, 3.0)),
+               "release_scale_113k_p2": record((12.0, 21.0, 2.4), (16.0, 28.8, 3.0))}
+    text = "\n".join(run_all._cpu(by_name, run_all.PARTITIONED))
+    assert "| 1 | screen | 20, 19, 0.95, 2 | 12, 21, 1.75, 2.4 | 1.105 |" in text
+    assert "| 1 | disassociation_disassociate | 25, 24, 0.96, 3 | 16, 28.8, 1.8, 3 | 1.2 |" in text
+    del by_name["release_scale_113k_p2"]["figures"]["stages"]["screen"]["task_cpu_seconds"]
+    assert "| screen |" not in "\n".join(run_all._cpu(by_name, run_all.PARTITIONED))
+    assert run_all._cpu({}, run_all.PARTITIONED) == []
 
 
 @pytest.mark.warehouse

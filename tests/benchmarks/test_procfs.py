@@ -11,7 +11,7 @@ import time
 import psutil
 
 from benchmarks import procfs
-from benchmarks.bench_release_scale import TaskMemory
+from benchmarks.bench_release_scale import TaskSampler, service_class
 
 
 def test_snapshot_knows_this_process_and_its_parent():
@@ -19,6 +19,25 @@ def test_snapshot_knows_this_process_and_its_parent():
     assert me[0] == os.getppid()
     rss = psutil.Process().memory_info().rss
     assert abs(me[1] - rss) < 0.2 * rss
+    times = psutil.Process().cpu_times()
+    assert abs(me[2] - (times.user + times.system)) < 0.1
+
+
+def test_tree_cpu_counts_a_busy_child():
+    busy = ("import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 1.5: pass\ntime.sleep(30)")
+    child = subprocess.Popen([sys.executable, "-c", busy])
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and procfs.snapshot().get(child.pid, (0, 0, 0))[2] < 1.4:
+            time.sleep(0.1)
+        procs = procfs.snapshot()
+        assert 1.4 <= procfs.tree_cpu(procs, child.pid) < 3
+        assert procfs.tree_cpu(procs, os.getpid()) >= procs[os.getpid()][2] + 1.4
+        assert procfs.descendants(procs, [os.getpid()]) >= {os.getpid(), child.pid}
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_tree_rss_counts_descendants():
@@ -53,14 +72,31 @@ def test_titles_are_read_again_while_unsettled(monkeypatch):
     assert titles._seen == {}
 
 
-def test_task_memory_keys_task_processes_by_instance_id(monkeypatch):
-    procs = {10: (1, 100), 11: (10, 500), 12: (11, 50), 13: (10, 70)}
+def test_task_sampler_keys_task_processes_by_instance_id(monkeypatch):
+    procs = {10: (1, 100, 1.0), 11: (10, 500, 2.0), 12: (11, 50, 0.5), 13: (10, 70, 0.25),
+             14: (1, 10, 3.0)}
     names = {10: "airflow worker -- LocalExecutor: <idle>", 11: "airflow worker -- ti-1",
-             12: "python child", 13: "airflow worker -- LocalExecutor: run ti-2"}
+             12: "python child", 13: "airflow worker -- LocalExecutor: run ti-2",
+             14: "airflow scheduler"}
     monkeypatch.setattr(procfs, "snapshot", lambda: procs)
     monkeypatch.setattr(procfs, "_cmdline", lambda pid: names[pid])
-    memory = TaskMemory(interval=0.01)
-    memory.start()
-    time.sleep(0.1)
-    memory.stop()
-    assert memory.peak == {"ti-1": 550}
+    sampler = TaskSampler(interval=0.01)
+    sampler.start()
+    time.sleep(0.05)
+    procs[14] = (1, 10, 4.5)  # the scheduler works 1.5 s; the task's child 0.25 s
+    procs[12] = (11, 50, 0.75)
+    time.sleep(0.05)
+    sampler.stop()
+    assert sampler.peak == {"ti-1": 550} and sampler.cpu == {"ti-1": 2.75}
+    first, last = sampler.services[0][1], sampler.services[-1][1]
+    assert first == {"executor": 0.0, "scheduler": 0.0}  # the first pass is the baseline
+    assert last == {"executor": 0.0, "scheduler": 1.5}  # the task's child is not a service
+    assert sampler.services_between(sampler.services[0][0], sampler.services[-1][0]) == \
+        {"executor": 0.0, "scheduler": 1.5}
+
+
+def test_service_classes():
+    assert service_class("airflow worker -- LocalExecutor: <idle>") == "executor"
+    assert service_class("/venv/bin/python /venv/bin/airflow scheduler") == "scheduler"
+    assert service_class("postgres: postgres airflow_scale [local] idle") == "postgres"
+    assert service_class("bash") is None
