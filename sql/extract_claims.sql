@@ -3,8 +3,9 @@
 -- age at service (whole years, from the earliest beneficiary-summary row).
 -- The service date is CLM_FROM_DT, or CLM_THRU_DT where CMS left it empty, or
 -- for a later segment without dates, the first date of the same claim.
--- Used by the extract step as COPY ({this query}) TO STDOUT; {scope} is the
--- release's SQL filter over the alias c (default TRUE).  Codes are kept as CMS
+-- Used by the extract step as COPY (this query) TO STDOUT; the last condition
+-- of the WHERE clause is the release's scope, a filter over the alias c
+-- (default TRUE) checked by plugins/deid/scope.py.  Codes are kept as CMS
 -- writes them (undotted); empty strings count as absent.
 WITH bene AS (
     SELECT DISTINCT ON (desynpuf_id) desynpuf_id, bene_birth_dt

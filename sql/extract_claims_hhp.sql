@@ -3,7 +3,7 @@
 -- screening), the first procedure code, sex and age at service, length of
 -- stay (inpatient), and the member's birth date (screening's newborn rule).
 -- DE-SynPUF has no place of service or specialty: those quasi-identifiers
--- are absent and the method says so.  {scope} as in extract_claims.sql.
+-- are absent and the method says so.  The scope as in extract_claims.sql.
 WITH bene AS (
     SELECT DISTINCT ON (desynpuf_id) desynpuf_id, bene_birth_dt, bene_sex_ident_cd
     FROM source.beneficiary_summary

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import psycopg2
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -22,7 +23,7 @@ import pyarrow.parquet as pq
 
 from anonymizers.errors import InputError
 from deid.paths import sql_text
-from deid.scope import checked as checked_scope
+from deid.scope import splice
 from deid.synpuf_loader import CMS_PLACEHOLDERS, ICD9_DX
 from deid.warehouse import connect
 
@@ -34,14 +35,21 @@ BLOCK_BYTES = 32 << 20
 
 def extract_query(scope: str = "TRUE") -> str:
     """The extract query over the release's scope, checked by deid.scope."""
-    return sql_text("extract_claims.sql").replace("{scope}", checked_scope(scope))
+    return splice(sql_text("extract_claims.sql"), scope)
 
 
 def extract_to_parquet(out: Path, scope: str = "TRUE") -> dict:
-    """Run the extract; returns rows, patients and dropped placeholder counts."""
-    with connect(readonly=True) as conn, conn.cursor() as cur, \
-            copy_out(cur, f"COPY ({extract_query(scope)}) TO STDOUT WITH (FORMAT csv)") as csv:
-        return _csv_to_parquet(csv, out)
+    """Run the extract; returns rows, patients and dropped placeholder counts.
+    A failed extract leaves no file (a COPY stopped early looks like the end
+    of the data to the reader)."""
+    query = f"COPY ({extract_query(scope)}) TO STDOUT WITH (FORMAT csv)"
+    try:
+        with connect(readonly=True) as conn, conn.cursor() as cur, \
+                copy_out(cur, query) as csv:
+            return _csv_to_parquet(csv, out)
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
 
 
 @contextmanager
@@ -67,7 +75,20 @@ def copy_out(cur, sql: str):
         reader.close()  # unblocks the COPY if the reader stopped early
         thread.join()
     if errors:
-        raise errors[0]
+        raise withheld(errors[0]) from None
+
+
+def withheld(exc: BaseException) -> BaseException:
+    """A data error of the extract with PostgreSQL's message withheld: it may
+    quote a source value (an identifier, through a scope's cast)."""
+    import psycopg2.errorcodes
+
+    if not isinstance(exc, psycopg2.DataError):
+        return exc
+    return InputError("release scope", f"the extract query stopped on a data error (SQLSTATE "
+                      f"{exc.pgcode} {psycopg2.errorcodes.lookup(exc.pgcode)}), from the "
+                      "scope's casts or functions or a source value the query cannot convert; "
+                      "PostgreSQL's message is withheld because it may quote a source value")
 
 
 def _csv_to_parquet(csv, out: Path) -> dict:
@@ -140,16 +161,19 @@ CLAIMS_SCHEMA = pa.schema([("member_id", pa.string()), ("claim_id", pa.string())
 
 def claims_query(scope: str = "TRUE") -> str:
     """sql/extract_claims_hhp.sql: one row per claim, for HHP screening and method."""
-    return sql_text("extract_claims_hhp.sql").replace("{scope}", checked_scope(scope))
+    return splice(sql_text("extract_claims_hhp.sql"), scope)
 
 
 def extract_claims_table(out: Path, scope: str = "TRUE") -> dict:
     """One row per claim for the HHP method (sql/extract_claims_hhp.sql), by COPY."""
     query = claims_query(scope)
     csv_path = out.with_suffix(".csv")
-    with connect(readonly=True) as conn, conn.cursor() as cur, open(csv_path, "w") as f:
-        cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", f)
     try:
+        with connect(readonly=True) as conn, conn.cursor() as cur, open(csv_path, "w") as f:
+            try:
+                cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", f)
+            except psycopg2.DataError as exc:
+                raise withheld(exc) from None
         if csv_path.stat().st_size == 0:
             pq.write_table(CLAIMS_SCHEMA.empty_table(), out, compression="zstd")
             return {"claims": 0}

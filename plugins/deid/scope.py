@@ -13,8 +13,13 @@ the claims that both extract queries share, constants, casts to plain types,
 comparisons, ``IN``/``BETWEEN``/``LIKE``, ``AND``/``OR``/``NOT``, ``IS NULL``
 and a few pure date and text functions.  What runs is the deparsed tree, not
 the submitted text, so comments and quoting tricks cannot differ between
-what was checked and what executes.  The extract transaction is also READ
-ONLY (deid.extract), as a second wall.
+what was checked and what executes.  ``splice`` puts it in a query template
+and parses the result again: the scope must be exactly the last condition of
+the query's WHERE clause (a literal holding a newline could otherwise end a
+``--`` comment of the template, so control characters are refused too).  The
+extract transaction is also READ ONLY (deid.extract), as a second wall, and
+the extract withholds PostgreSQL's message on a data error, which may quote
+a source value (``CAST(c.desynpuf_id AS int)`` would name an identifier).
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ SOURCE = "release scope"
 #: sql/extract_claims.sql and sql/extract_claims_hhp.sql (a release's
 #: screening reads the second whatever the method)
 COLUMNS = frozenset({"desynpuf_id", "clm_from_dt"})
+#: pure, and none matches a pattern (``substring(x FROM pattern)`` is a regex)
 FUNCTIONS = frozenset({"date_part", "extract", "date_trunc", "make_date", "lower", "upper",
-                       "substr", "substring", "left", "right", "length", "char_length",
-                       "btrim", "ltrim", "rtrim", "abs"})
+                       "substr", "left", "right", "length", "char_length", "btrim", "ltrim",
+                       "rtrim", "abs"})
 TYPES = frozenset({"date", "int2", "int4", "int8", "integer", "bigint", "smallint", "text",
                    "varchar", "bpchar", "numeric", "bool", "interval"})
 COMPARISONS = frozenset({"=", "<>", "!=", "<", ">", "<=", ">="})
@@ -47,6 +53,9 @@ NODES = frozenset({"BoolExpr", "A_Expr", "NullTest", "BooleanTest", "A_Const", "
                    "TypeName", "ColumnRef", "FuncCall", "A_ArrayExpr", "CoalesceExpr",
                    "SQLValueFunction", "String", "Integer", "Float", "Boolean"})
 WRAPPER = "SELECT 1 FROM claims c WHERE ({})"
+#: longer scopes are refused: the expression runs on every claim
+MAX_LENGTH = 2000
+PLACEHOLDER = "{scope}"
 
 
 def checked(scope: str) -> str:
@@ -57,13 +66,59 @@ def checked(scope: str) -> str:
     return _checked(scope)
 
 
+def splice(template: str, scope: str) -> str:
+    """``template`` with its one ``{scope}`` replaced by the checked scope,
+    parsed again: InputError unless the scope is exactly the last condition
+    of the outermost WHERE clause."""
+    from pglast import ast, parse_sql
+    from pglast.enums import BoolExprType
+    from pglast.parser import ParseError
+    from pglast.stream import RawStream
+
+    text = checked(scope)
+    if template.count(PLACEHOLDER) != 1:
+        raise ValueError(f"a query template must hold {PLACEHOLDER} exactly once")
+    query = template.replace(PLACEHOLDER, text)
+    try:
+        statements = parse_sql(query)
+    except ParseError as exc:
+        raise InputError(SOURCE, f"the query with this scope does not parse: {exc}") from None
+    where = statements[0].stmt.whereClause if len(statements) == 1 else None
+    last = where.args[-1] if isinstance(where, ast.BoolExpr) and \
+        where.boolop == BoolExprType.AND_EXPR else where
+    if last is None or RawStream()(last) != text:
+        raise InputError(SOURCE, "the scope does not stay the last condition of the "
+                         "query's WHERE clause")
+    return query
+
+
 @lru_cache(maxsize=256)
 def _checked(scope: str) -> str:
     from pglast.stream import RawStream
 
-    where = _where_clause(scope)
-    _check_tree(where)
-    return RawStream()(where)
+    if len(scope) > MAX_LENGTH:
+        raise InputError(SOURCE, f"a scope is at most {MAX_LENGTH} characters, this one has "
+                         f"{len(scope)}")
+    try:
+        where = _where_clause(scope)
+        _check_tree(where)
+        text = RawStream()(where)
+        # the deparser must give back the same tree (it has dropped needed
+        # parentheses before: "(a BETWEEN b AND c) BETWEEN d AND e")
+        try:
+            again = RawStream()(_where_clause(text))
+        except InputError:
+            again = None
+        if again != text:
+            raise InputError(SOURCE, "the expression does not survive normalization; "
+                             "add parentheses or simplify it")
+    except RecursionError:
+        raise InputError(SOURCE, "the expression is nested too deeply") from None
+    bad = sorted({f"U+{ord(ch):04X}" for ch in text if ord(ch) < 0x20 or ord(ch) == 0x7F})
+    if bad:
+        raise InputError(SOURCE, "control characters are not allowed in a scope (not even "
+                         "inside a string constant): " + ", ".join(bad))
+    return text
 
 
 def _where_clause(scope: str):

@@ -45,6 +45,14 @@ REJECTED = [
     ("SESSION_USER = 'postgres'", "SESSION_USER"),
     ("", "non-empty"),
     ("   ", "non-empty"),
+    ("substring(c.desynpuf_id FROM '(a*)*b') = 'b'", "function substring()"),
+    # a newline inside a literal could end a -- comment of a query template
+    (("c.desynpuf_id <> '\nSELECT $$ AS j, (SELECT string_agg(desynpuf_id, $x$,$x$) "
+      "FROM source.beneficiary_summary)::int AS k --'"), "control characters"),
+    ("c.desynpuf_id <> E'a\\rb'", "U+000D"),
+    (" + ".join(["1"] * 200) + " > 0", "nested too deeply"),
+    ("c.desynpuf_id = '" + "x" * 2000 + "'", "at most 2000 characters"),
+    ("(1 BETWEEN 0 AND 2) BETWEEN FALSE AND TRUE", "normalization"),
 ]
 
 
@@ -62,6 +70,26 @@ def test_anything_else_is_refused_naming_what(text, message):
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize("template", ["extract_claims.sql", "extract_claims_hhp.sql"])
+@pytest.mark.parametrize("text", ACCEPTED)
+def test_scope_is_the_last_condition_of_both_extract_queries(template, text):
+    from deid.paths import sql_text
+    from pglast import parse_sql
+    from pglast.stream import RawStream
+
+    query = scope.splice(sql_text(template), text)
+    (statement,) = parse_sql(query)
+    assert RawStream()(statement.stmt.whereClause.args[-1]) == scope.checked(text)
+
+
+def test_splice_refuses_a_template_that_lets_the_scope_out():
+    with pytest.raises(ValueError, match="exactly once"):
+        scope.splice("-- {scope}\nSELECT 1 FROM claims c WHERE ({scope})", "TRUE")
+    # the scope must end up as the WHERE clause's last condition, not elsewhere
+    with pytest.raises(InputError, match="last condition"):
+        scope.splice("SELECT {scope} FROM claims c WHERE TRUE", "c.clm_from_dt IS NULL")
+
+
 def test_non_text_scope_is_refused():
     with pytest.raises(InputError, match="non-empty SQL expression"):
         scope.checked(None)
@@ -73,7 +101,8 @@ TOKENS = ["c.clm_from_dt", "c.desynpuf_id", "clm_from_dt", "b.bene_birth_dt", "'
           "'x'", "1", "TRUE", "NULL", "(", ")", ",", "=", "<", ">=", "AND", "OR", "NOT", "IN",
           "LIKE", "IS", "BETWEEN", "::date", "::regclass", "lower(", "pg_sleep(", "date_part(",
           "SELECT", "FROM", "UNION", "WHERE", "pg_authid", "--", "/*", "*/", ";", "$1", "[1]",
-          "ARRAY[", "]", "CURRENT_DATE", "CURRENT_USER", "\\", '"', "E'\\''", "$$", "*"]
+          "ARRAY[", "]", "CURRENT_DATE", "CURRENT_USER", "\\", '"', "E'\\''", "$$", "*",
+          "'\n", "E'\\n'", "U&'\\000A'", "$q$\n$q$"]
 ATOMS = ["c.clm_from_dt", "c.desynpuf_id", "'2009-01-01'", "1", "NULL", "TRUE", "CURRENT_DATE",
          "b.bene_birth_dt", "CURRENT_USER", "$1", "pg_authid.rolname", "c.codes[1]"]
 
@@ -90,7 +119,8 @@ def _grammar(e):
         e.map(lambda x: f"{x} IS NULL"), e.map(lambda x: f"ARRAY[{x}]"),
         e.map(lambda x: f"(SELECT {x})"), e.map(lambda x: f"EXISTS (SELECT {x} FROM pg_authid)"),
         e.map(lambda x: f"{x}::regclass"), e.map(lambda x: f"{x}::date"),
-        e.map(lambda x: f"{x}) UNION SELECT (1"), e.map(lambda x: f"{x} /* c */"))
+        e.map(lambda x: f"{x}) UNION SELECT (1"), e.map(lambda x: f"{x} /* c */"),
+        e.map(lambda x: f"{x} <> '\n{x} --'"))
 
 
 SCOPES = st.one_of(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=12).map(" ".join),
@@ -113,6 +143,7 @@ def test_accepted_output_holds_only_whitelisted_words(text):
     returns a text in which every word (read by PostgreSQL's own scanner,
     independently of the tree walk) is a whitelisted column, function or
     type, a literal, an operator or a harmless keyword."""
+    from pglast import parse_sql
     from pglast.parser import scan
 
     try:
@@ -127,3 +158,13 @@ def test_accepted_output_holds_only_whitelisted_words(text):
         assert token.name != "PARAM", (text, out, word)
         assert token.name != "Op" or word == "||", (text, out, word)
     assert scope.checked(out) == out
+    for template in TEMPLATES:
+        assert len(parse_sql(scope.splice(template, text))) == 1
+
+
+TEMPLATES = [
+    # as sql/extract_claims*.sql end; with a -- comment before, which a
+    # newline in a literal would end
+    "-- a comment\nSELECT 1 FROM claims c WHERE c.clm_from_dt IS NOT NULL AND ({scope})",
+    "SELECT 1 FROM claims c JOIN bene b USING (desynpuf_id) WHERE d.code <> '' AND ({scope})",
+]

@@ -50,6 +50,18 @@ def test_scope_filter_restricts_claims(synthetic, tmp_path):
     assert not (tmp_path / "c.parquet").exists() and not (tmp_path / "d.parquet").exists()
 
 
+def test_a_data_error_names_no_source_value(synthetic, tmp_path):
+    """A cast that fails on a source value: PostgreSQL would quote the value
+    (an identifier here); the run's error withholds the message."""
+    extract_to_parquet(tmp_path / "a.parquet")
+    ids = pd.read_parquet(tmp_path / "a.parquet")["patient_id"].unique()
+    with pytest.raises(InputError, match="withheld") as err:
+        extract_to_parquet(tmp_path / "e.parquet", "CAST(c.desynpuf_id AS integer) = 0")
+    assert "22P02" in str(err.value) and err.value.__cause__ is None
+    assert not any(i in str(err.value) for i in ids)
+    assert not (tmp_path / "e.parquet").exists()
+
+
 def test_extract_transactions_are_read_only(synthetic):
     """The second wall behind the scope check: the extracts' connection
     cannot write, whatever its query holds."""
