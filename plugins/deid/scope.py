@@ -19,7 +19,12 @@ the query's WHERE clause (a literal holding a newline could otherwise end a
 ``--`` comment of the template, so control characters are refused too).  The
 extract transaction is also READ ONLY (deid.extract), as a second wall, and
 the extract withholds PostgreSQL's message on a data error, which may quote
-a source value (``CAST(c.desynpuf_id AS int)`` would name an identifier).
+a source value (``CAST(c.desynpuf_id AS int)`` would name an identifier);
+the warehouse server's own log still records it, as it does any query error
+(a DBA's log, not the Airflow user's).  The deparse must re-parse to the same
+tree.  Not closed: whoever writes the scope chooses which claims are
+extracted, and a run's counts answer questions about them (how many ids
+start with "AB"); the release itself is anonymized whatever the scope.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ EXPR_KINDS = {"AEXPR_OP": OPERATORS, "AEXPR_OP_ANY": COMPARISONS, "AEXPR_OP_ALL"
 NODES = frozenset({"BoolExpr", "A_Expr", "NullTest", "BooleanTest", "A_Const", "TypeCast",
                    "TypeName", "ColumnRef", "FuncCall", "A_ArrayExpr", "CoalesceExpr",
                    "SQLValueFunction", "String", "Integer", "Float", "Boolean"})
-WRAPPER = "SELECT 1 FROM claims c WHERE ({})"
+WRAPPER = "SELECT 1 FROM claims c WHERE ({}\n)"  # \n: a scope may end in a -- comment
 #: longer scopes are refused: the expression runs on every claim
 MAX_LENGTH = 2000
 PLACEHOLDER = "{scope}"
@@ -81,12 +86,15 @@ def splice(template: str, scope: str) -> str:
     query = template.replace(PLACEHOLDER, text)
     try:
         statements = parse_sql(query)
+        where = statements[0].stmt.whereClause if len(statements) == 1 else None
+        last = where.args[-1] if isinstance(where, ast.BoolExpr) and \
+            where.boolop == BoolExprType.AND_EXPR else where
+        spliced = None if last is None else RawStream()(last)
     except ParseError as exc:
         raise InputError(SOURCE, f"the query with this scope does not parse: {exc}") from None
-    where = statements[0].stmt.whereClause if len(statements) == 1 else None
-    last = where.args[-1] if isinstance(where, ast.BoolExpr) and \
-        where.boolop == BoolExprType.AND_EXPR else where
-    if last is None or RawStream()(last) != text:
+    except RecursionError:
+        raise InputError(SOURCE, "the expression is nested too deeply") from None
+    if spliced != text:
         raise InputError(SOURCE, "the scope does not stay the last condition of the "
                          "query's WHERE clause")
     return query
@@ -100,16 +108,21 @@ def _checked(scope: str) -> str:
         raise InputError(SOURCE, f"a scope is at most {MAX_LENGTH} characters, this one has "
                          f"{len(scope)}")
     try:
+        scope.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(SOURCE, f"not valid text: {exc.reason} at character {exc.start}") \
+            from None
+    try:
         where = _where_clause(scope)
         _check_tree(where)
         text = RawStream()(where)
-        # the deparser must give back the same tree (it has dropped needed
-        # parentheses before: "(a BETWEEN b AND c) BETWEEN d AND e")
+        # the deparser must give back the same tree (locations aside): it
+        # drops needed parentheses around some BETWEEN operands
         try:
-            again = RawStream()(_where_clause(text))
+            again = _where_clause(text)
         except InputError:
             again = None
-        if again != text:
+        if again != where:
             raise InputError(SOURCE, "the expression does not survive normalization; "
                              "add parentheses or simplify it")
     except RecursionError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from deid import scope
 from hypothesis import given, settings
@@ -18,6 +20,7 @@ ACCEPTED = [
     "EXTRACT(YEAR FROM c.clm_from_dt) >= 2009 AND NOT c.desynpuf_id LIKE '00%'",
     "c.clm_from_dt >= CURRENT_DATE - INTERVAL '10 years'",
     "lower(c.desynpuf_id) = ANY (ARRAY['a', 'b']) /* a comment */",
+    "c.clm_from_dt >= DATE '2009-01-01' -- from 2009, as a folded YAML scalar ends",
 ]
 
 REJECTED = [
@@ -40,7 +43,7 @@ REJECTED = [
     ("c.desynpuf_id SIMILAR TO 'a%'", "SIMILAR"),
     ("$1 = 1", "parameter"),
     ("ROW(c.desynpuf_id) IS NULL", "row constructor"),
-    ("TRUE --", "one SQL expression"),
+    ("TRUE AND", "one SQL expression"),
     ("TRUE; DROP TABLE source.carrier_claims", "one SQL expression"),
     ("SESSION_USER = 'postgres'", "SESSION_USER"),
     ("", "non-empty"),
@@ -53,6 +56,10 @@ REJECTED = [
     (" + ".join(["1"] * 200) + " > 0", "nested too deeply"),
     ("c.desynpuf_id = '" + "x" * 2000 + "'", "at most 2000 characters"),
     ("(1 BETWEEN 0 AND 2) BETWEEN FALSE AND TRUE", "normalization"),
+    # deparsed as NOT TRUE BETWEEN ..., which parses to another tree
+    ("(NOT TRUE) BETWEEN (c.desynpuf_id IN ('a')) AND TRUE", "normalization"),
+    ("TRUE /* \udfff */", "not valid text"),
+    ("c.desynpuf_id = '\ud800'", "not valid text"),
 ]
 
 
@@ -88,6 +95,50 @@ def test_splice_refuses_a_template_that_lets_the_scope_out():
     # the scope must end up as the WHERE clause's last condition, not elsewhere
     with pytest.raises(InputError, match="last condition"):
         scope.splice("SELECT {scope} FROM claims c WHERE TRUE", "c.clm_from_dt IS NULL")
+
+
+def test_splice_of_a_cached_deep_scope_deeper_in_the_stack_is_an_input_error():
+    """checked() caches: a scope checked near the top of the stack may be
+    spliced much deeper, where the deparser runs out of recursion."""
+    import sys
+
+    deep = "1" + " + 1" * 160 + " = 1"
+    try:
+        scope.checked(deep)
+    except InputError:
+        return  # refused outright on this interpreter: nothing to splice
+
+    def nested(n):
+        return nested(n - 1) if n else scope.splice("SELECT 1 FROM claims c WHERE "
+                                                    "TRUE AND ({scope})", deep)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)  # what 20 frames deeper means at the default limit
+    try:
+        nested(40)
+    except InputError as err:
+        assert "nested too deeply" in str(err)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_gccens_sample_cannot_escape_the_scope(monkeypatch):
+    """GCCens extracts (scope) AND (sample); each is checked and normalized
+    alone, so parentheses in one cannot regroup the other."""
+    from deid.methods import gccens
+
+    class Stop(Exception):
+        pass
+
+    def capture(path, joined):
+        seen.append(joined)
+        raise Stop
+
+    seen = []
+    monkeypatch.setattr(gccens, "extract_to_parquet", capture)
+    with pytest.raises(Stop):
+        gccens.censor(SimpleNamespace(path=str), {"scope": "c.clm_from_dt >= '2010-01-01'",
+                             "gccens_sample": "TRUE) OR (c.desynpuf_id LIKE '%'"})
+    assert seen == ["(c.clm_from_dt >= '2010-01-01') AND (TRUE OR c.desynpuf_id LIKE '%')"]
 
 
 def test_non_text_scope_is_refused():

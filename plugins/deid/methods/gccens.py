@@ -54,8 +54,11 @@ def _sample(run, population: pd.DataFrame) -> pd.DataFrame:
 
 def censor(run, params) -> dict:
     from anonymizers.censoring import GCCensConfig, gccens
+    from deid.scope import checked
 
-    scope = f"({params['scope']}) AND ({params['gccens_sample']})"
+    # each part checked alone first: "x) OR (TRUE" is one valid expression,
+    # but joined as text it would let the sample escape the scope
+    scope = f"({checked(params['scope'])}) AND ({checked(params['gccens_sample'])})"
     extract_to_parquet(run.path("sample_claims.parquet"), scope)
     ids = pd.read_parquet(run.path("sample_claims.parquet"), columns=["patient_id"])
     ids.drop_duplicates().to_parquet(run.path("sample_ids.parquet"), index=False)
