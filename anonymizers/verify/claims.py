@@ -218,18 +218,19 @@ def _codes(s: pd.Series) -> np.ndarray:
 
 
 def _parse_dates(s: pd.Series) -> np.ndarray:
+    """Each distinct value parsed once (claims hold a few thousand dates)."""
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
         return s.to_numpy().astype("M8[D]")
-    out = []
-    for v in s:
-        text = "" if pd.isna(v) else str(v).strip()
-        if not text:
-            out.append(np.datetime64("NaT"))
-        elif re.fullmatch(r"\d{8}", text):
-            out.append(np.datetime64(f"{text[:4]}-{text[4:6]}-{text[6:]}"))
-        else:
-            out.append(np.datetime64(pd.Timestamp(text).date()))
-    return np.array(out, dtype="M8[D]")
+    return _per_unique(s, _parse_date, missing=np.datetime64("NaT")).astype("M8[D]")
+
+
+def _parse_date(v) -> np.datetime64:
+    text = str(v).strip()
+    if not text:
+        return np.datetime64("NaT")
+    if re.fullmatch(r"\d{8}", text):
+        return np.datetime64(f"{text[:4]}-{text[4:6]}-{text[6:]}")
+    return np.datetime64(pd.Timestamp(text).date())
 
 
 def _expand(items) -> list[str]:

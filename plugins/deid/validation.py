@@ -42,10 +42,47 @@ def _context():
     return ctx
 
 
+#: value sets larger than this are tested as a column of their own (below)
+LARGE_SET = 1000
+
+
 def run_suite(table: str, df: pd.DataFrame, expectations: list) -> list[Gate]:
-    """Validate ``df`` against GX expectation objects; one Gate per expectation."""
+    """Validate ``df`` against GX expectation objects; one Gate per expectation,
+    in their order.
+
+    An in-set or not-in-set expectation with a value set of more than
+    ``LARGE_SET`` values (pseudonyms, source ids) is validated as GX's same
+    expectation on a membership column (True, False, or null where the value
+    is null, which GX skips as it would the value): GX copies an
+    expectation's arguments each time it reads them, dozens of times per
+    validation; with about 100,000 ids that took 152 of the 334 s of an HHP
+    release's validation at 113,000 members (under cProfile)."""
+    plain, sets, derived = [], {}, []
+    for i, e in enumerate(expectations):
+        if _large_set(e):
+            name = f"member_{i}"
+            sets[name] = _membership(df[e.column], e.value_set)
+            want = type(e).__name__ == "ExpectColumnValuesToBeInSet"
+            derived.append((i, e, _in_set(name, [want], e.mostly)))
+        else:
+            plain.append((i, e))
+    gates = dict(zip([i for i, _ in plain], _validate(table, df, [e for _, e in plain])))
+    if derived:
+        done = _validate(table + "_sets", pd.DataFrame(sets, index=df.index),
+                         [d for _, _, d in derived])
+        for (i, e, _), gate in zip(derived, done):
+            kwargs = {"column": e.column, "value_set": e.value_set}
+            if e.mostly != 1:  # as GX describes it: only when given
+                kwargs["mostly"] = e.mostly
+            gates[i] = Gate(table, e.expectation_type, _describe(kwargs), gate.ok)
+    return [gates[i] for i in range(len(expectations))]
+
+
+def _validate(table: str, df: pd.DataFrame, expectations: list) -> list[Gate]:
     import great_expectations as gx
 
+    if not expectations:
+        return []
     ctx = _context()
     batch = (ctx.data_sources.add_pandas(f"src_{table}")
              .add_dataframe_asset(name=table)
@@ -57,6 +94,25 @@ def run_suite(table: str, df: pd.DataFrame, expectations: list) -> list[Gate]:
     result = batch.validate(suite, result_format="BOOLEAN_ONLY")
     return [Gate(table, r.expectation_config.type, _describe(r.expectation_config.kwargs),
                  bool(r.success)) for r in result.results]
+
+
+def _large_set(e) -> bool:
+    return type(e).__name__ in ("ExpectColumnValuesToBeInSet",
+                                "ExpectColumnValuesToNotBeInSet") \
+        and len(e.value_set) > LARGE_SET
+
+
+def _membership(column: pd.Series, values) -> pd.Series:
+    out = column.isin(list(values)).astype("boolean")
+    out[column.isna()] = pd.NA
+    return out
+
+
+def _in_set(column: str, values: list, mostly):
+    import great_expectations as gx
+
+    return gx.expectations.ExpectColumnValuesToBeInSet(column=column, value_set=values,
+                                                       mostly=mostly)
 
 
 def _describe(kwargs: dict) -> str:
