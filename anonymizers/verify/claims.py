@@ -54,45 +54,105 @@ def verify_hhp(result, claims_df: pd.DataFrame, policy_path=None, hierarchies_pa
 def verify_release(members: pd.DataFrame, claims: pd.DataFrame, metrics: dict,
                    key: pd.DataFrame, claims_df: pd.DataFrame, policy_path=None,
                    hierarchies_path=None) -> Verdict:
-    problems: list[str] = []
+    """The whole release against the whole input: ``verify_release_batches``
+    with one batch."""
+    return verify_release_batches(members, FrameClaims(claims), metrics, key,
+                                  lambda: [claims_df], policy_path, hierarchies_path)
+
+
+class FrameClaims:
+    """Released claims held in one DataFrame, read the way the batched
+    verifier reads them: in chunks, or the rows of some pseudonyms."""
+
+    def __init__(self, claims: pd.DataFrame):
+        self.claims = claims
+
+    def chunks(self):
+        return [self.claims]
+
+    def of(self, pseudonyms) -> pd.DataFrame:
+        return self.claims[self.claims["member_id"].astype(str).isin(set(pseudonyms))]
+
+
+def verify_release_batches(members: pd.DataFrame, claims, metrics: dict, key: pd.DataFrame,
+                           batches, policy_path=None, hierarchies_path=None) -> Verdict:
+    """The checks of the module docstring with the input claims in batches
+    of whole members, so that memory holds one batch, the members table, the
+    key and small indexes (distinct released values, claims per member).
+
+    ``claims`` gives the released claims as ``chunks()`` (all of them, in
+    any cut) and ``of(pseudonyms)`` (their rows); ``batches()`` returns an
+    iterable of input-claims DataFrames, each holding all the claims of its
+    members.  Screening, truncation counts and consistency are per member,
+    so each batch is checked on its own; the threshold, the id sets and
+    the labels are checked once.  The violations do not depend on the cut
+    (examples are the smallest offender); a member found in two batches is
+    itself a violation.
+    """
     levels = dict(metrics.get("chosen_node", {}))
-    problems += _shape(members, claims, levels)
-    problems += _no_dates_or_ids(members, claims, claims_df)
-    link, more = _key(members, key, claims_df)
-    problems += more
-    inp = _Input(claims_df)
+    seen = _ReleasedClaims(claims)
+    shape = _shape(members, seen, levels)
+    released = _distinct_values(members, seen)
+    link, named, key_problems = _key(members, key)
     policy = _read_yaml(policy_path or DATA / "screening_policy_v1.yaml")
+    hier = _Hierarchies(hierarchies_path or DATA / "hierarchies.yaml")
+    labels = _labels(released, levels, hier)
+    scan = _BatchScan(members, seen, levels, hier, link, policy,
+                      list(metrics.get("policy_extra_rare_visible", [])),
+                      consistency=not (shape or labels))
+    for df in batches():
+        scan.add(df, released)
+    problems = shape + _dates(released) + scan.id_problems(released)
+    problems += key_problems + scan.unknown_sources(named)
     if policy.get("version") != metrics.get("policy_version"):
         problems.append(f"metrics say policy {metrics.get('policy_version')!r}, the policy file "
                         f"is {policy.get('version')!r}")
-    extra = list(metrics.get("policy_extra_rare_visible", []))
-    removed, admissible = inp.screen(policy, extra)
-    problems += [f"released member {p} (source {s}) should have been removed by screening"
-                 for p, s in link.items() if s in removed]
-    problems += _truncation(claims, metrics, inp, admissible)
-    hier = _Hierarchies(hierarchies_path or DATA / "hierarchies.yaml")
-    problems += _labels(members, claims, levels, hier)
+    problems += scan.split_problems() + scan.screening + _truncation(seen.per_member, metrics, scan.admissible_counts)
+    problems += labels
     if not problems:
-        problems += _consistency(members, claims, levels, hier, inp, admissible, link)
-    checked = len(members) + len(claims)
-    return Verdict.from_violations(PROPERTY, checked, problems)
+        problems += scan.consistency()
+    return Verdict.from_violations(PROPERTY, len(members) + seen.n, problems)
+
+
+class _ReleasedClaims:
+    """One pass over the released claims: their columns, row count, distinct
+    values per column and claims per member pseudonym."""
+
+    def __init__(self, claims):
+        self.of, self.n, self.columns = claims.of, 0, None
+        values: dict[str, set] = {}
+        per: list[pd.Series] = []
+        dated: set[str] = set()
+        for chunk in claims.chunks():
+            self.columns = list(chunk.columns) if self.columns is None else self.columns
+            self.n += len(chunk)
+            for col in chunk.columns:
+                if pd.api.types.is_datetime64_any_dtype(chunk[col].dtype):
+                    dated.add(col)
+                values.setdefault(col, set()).update(chunk[col].astype(str).unique().tolist())
+            if "member_id" in chunk.columns:
+                per.append(chunk["member_id"].astype(str).value_counts())
+        self.columns = self.columns or []
+        self.values, self.dated = values, dated
+        self.per_member = (pd.concat(per).groupby(level=0).sum() if per
+                           else pd.Series(dtype=np.int64))
 
 
 def _read_yaml(path) -> dict:
     return yaml.safe_load(Path(path).read_text()) or {}
 
 
-def _shape(members, claims, levels) -> list[str]:
+def _shape(members, seen: _ReleasedClaims, levels) -> list[str]:
     out = []
-    if "member_id" not in members.columns or "member_id" not in claims.columns:
+    if "member_id" not in members.columns or "member_id" not in seen.columns:
         return ["the members and claims tables need a member_id column"]
     if members["member_id"].duplicated().any():
         out.append("a member pseudonym appears twice in the members table")
-    orphan = set(claims["member_id"]) - set(members["member_id"])
+    orphan = set(seen.per_member.index) - set(members["member_id"].astype(str))
     if orphan:
         out.append(f"claims of members not in the members table: {sorted(orphan)[:3]}")
     m_cols = [c for c in members.columns if c != "member_id"]
-    c_cols = [c for c in claims.columns if c != "member_id"]
+    c_cols = [c for c in seen.columns if c != "member_id"]
     bad = [c for c in m_cols if c not in MEMBER_COLUMNS] + [c for c in c_cols
                                                             if c not in CLAIM_COLUMNS]
     if bad:
@@ -103,41 +163,117 @@ def _shape(members, claims, levels) -> list[str]:
     return out
 
 
-def _no_dates_or_ids(members, claims, claims_df) -> list[str]:
+def _distinct_values(members, seen: _ReleasedClaims) -> dict:
+    """table -> column -> (its distinct values as strings, is it a datetime column)."""
+    return {"members": {c: (set(members[c].astype(str).unique().tolist()),
+                            pd.api.types.is_datetime64_any_dtype(members[c].dtype))
+                        for c in members.columns},
+            "claims": {c: (seen.values.get(c, set()), c in seen.dated) for c in seen.columns}}
+
+
+def _dates(released: dict) -> list[str]:
     out = []
-    source = set(claims_df["member_id"].astype(str).str.strip()) | set(
-        claims_df["claim_id"].astype(str).str.strip())
-    for name, table in (("members", members), ("claims", claims)):
-        for col in table.columns:
-            s = table[col]
-            if pd.api.types.is_datetime64_any_dtype(s.dtype):
+    for name, columns in released.items():
+        for col, (values, dated) in columns.items():
+            if dated:
                 out.append(f"{name}.{col} is a date column")
                 continue
-            values = set(s.astype(str).unique())
-            dates = [v for v in values if DATE_LIKE.match(v)]
+            dates = sorted(v for v in values if DATE_LIKE.match(v))
             if dates:
                 out.append(f"{name}.{col} holds date-like values, e.g. {dates[0]!r}")
-            ids = values & source
-            if ids:
-                out.append(f"{name}.{col} holds source ids, e.g. {min(ids)!r}")
     return out
 
 
-def _key(members, key, claims_df) -> tuple[dict, list[str]]:
+def _key(members, key) -> tuple[dict, list[str], list[str]]:
+    """(released pseudonym -> source member, every source member the key
+    names, the key's problems)."""
     out = []
     if not {"member_id", "source_member_id"} <= set(key.columns):
-        return {}, ["the key needs member_id and source_member_id columns"]
+        return {}, [], ["the key needs member_id and source_member_id columns"]
     link = dict(zip(key["member_id"].astype(str), key["source_member_id"].astype(str)))
     released = set(members["member_id"].astype(str))
     if len(link) != len(key) or set(link) != released:
         out.append("the key does not map each released pseudonym exactly once")
     if len(set(link.values())) != len(link):
         out.append("two pseudonyms map to the same source member")
-    known = set(claims_df["member_id"].astype(str).str.strip())
-    unknown = [s for s in link.values() if s not in known]
-    if unknown:
-        out.append(f"key names source members not in the input: {unknown[:3]}")
-    return {p: s for p, s in link.items() if p in released}, out
+    return {p: s for p, s in link.items() if p in released}, list(link.values()), out
+
+
+class _BatchScan:
+    """What the pass over the input batches finds (see ``verify_release_batches``)."""
+
+    def __init__(self, members, seen, levels, hier, link, policy, extra_rare, consistency):
+        self.members, self.seen, self.levels, self.hier = members, seen, levels, hier
+        self.link, self.policy, self.extra_rare = link, policy, extra_rare
+        self.check_consistency = consistency
+        self.known: set[str] = set()
+        self.twice: set[str] = set()
+        self.hits: dict[tuple, str] = {}
+        self.removed_released: list[tuple] = []
+        self.admissible_counts: list[np.ndarray] = []
+        self.extra_n, self.extra_eg, self.missing = 0, None, 0
+        self.member_bad: dict[str, tuple] = {}
+
+    def add(self, df: pd.DataFrame, released: dict) -> None:
+        inp = _Input(df)
+        ids = set(pd.unique(inp.member).tolist())
+        self.twice |= ids & self.known
+        self.known |= ids
+        source = ids | set(df["claim_id"].astype(str).str.strip())
+        for name, columns in released.items():
+            for col, (values, dated) in columns.items():
+                hit = values & source if not dated else None
+                if hit:
+                    self.hits[(name, col)] = min(hit | {self.hits.get((name, col), min(hit))})
+        removed, admissible = inp.screen(self.policy, self.extra_rare)
+        batch = {p: s for p, s in self.link.items() if s in ids}
+        self.removed_released += [(p, s) for p, s in batch.items() if s in removed]
+        self.admissible_counts.append(pd.Series(inp.member[admissible]).value_counts().to_numpy())
+        if self.check_consistency:
+            self._consistency(inp, admissible, batch)
+
+    def _consistency(self, inp, admissible, batch: dict) -> None:
+        members = self.members[self.members["member_id"].astype(str).isin(batch)]
+        n, eg, missing, bad = _consistency(members, self.seen.of(list(batch)), self.levels,
+                                           self.hier, inp, admissible, batch,
+                                           self.seen.per_member)
+        self.extra_n += n
+        if eg is not None:
+            self.extra_eg = eg if self.extra_eg is None else min(self.extra_eg, eg, key=str)
+        self.missing += missing
+        for col, (who, message) in bad.items():
+            if col not in self.member_bad or who < self.member_bad[col][0]:
+                self.member_bad[col] = (who, message)
+
+    @property
+    def screening(self) -> list[str]:
+        return [f"released member {p} (source {s}) should have been removed by screening"
+                for p, s in sorted(self.removed_released)]
+
+    def id_problems(self, released: dict) -> list[str]:
+        return [f"{name}.{col} holds source ids, e.g. {self.hits[(name, col)]!r}"
+                for name, columns in released.items() for col in columns
+                if (name, col) in self.hits]
+
+    def split_problems(self) -> list[str]:
+        if not self.twice:
+            return []
+        return [(f"{len(self.twice)} input members are in two batches: the batches must hold "
+                 "whole members (ids are compared with surrounding spaces removed)")]
+
+    def unknown_sources(self, sources: list[str]) -> list[str]:
+        unknown = sorted({s for s in sources if s not in self.known})
+        return [f"key names source members not in the input: {unknown[:3]}"] if unknown else []
+
+    def consistency(self) -> list[str]:
+        out = []
+        if self.extra_n:
+            out.append(f"{self.extra_n} (member, claim values) released more often than the "
+                       f"member's admissible claims allow, e.g. {self.extra_eg}")
+        if self.missing:
+            out.append(f"{self.missing} members with admissible claims are not released")
+        return out + [self.member_bad[c][1] for c in ("member_id", *MEMBER_COLUMNS)
+                      if c in self.member_bad]
 
 
 class _Input:
@@ -258,8 +394,10 @@ def _matches(values: np.ndarray, prefixes: tuple, exact: set) -> np.ndarray:
     return _per_unique(values, hit, False).astype(bool)
 
 
-def _truncation(claims, metrics, inp: _Input, admissible) -> list[str]:
-    counts = pd.Series(inp.member[admissible]).value_counts().to_numpy()
+def _truncation(per_member: pd.Series, metrics, admissible_counts: list) -> list[str]:
+    """``per_member``: released claims per pseudonym; ``admissible_counts``:
+    each batch's admissible claims per input member."""
+    counts = np.concatenate(admissible_counts) if admissible_counts else np.zeros(0, np.int64)
     percentile = float(metrics.get("truncation", {}).get("percentile", 95.0))
     ordered = np.sort(counts)
     t = int(ordered[max(1, math.ceil(percentile / 100 * len(ordered) - 1e-9)) - 1]) \
@@ -269,11 +407,10 @@ def _truncation(claims, metrics, inp: _Input, admissible) -> list[str]:
         out.append(f"truncation threshold should be {t} (nearest-rank {percentile}th percentile "
                    f"of admissible claims per member), metrics say "
                    f"{metrics.get('truncation', {}).get('threshold')}")
-    per = claims["member_id"].value_counts()
-    over = per[per > t]
+    over = per_member[per_member > t]
     if len(over):
-        out.append(f"{len(over)} members have more than {t} claims, e.g. {over.index[0]} has "
-                   f"{over.iloc[0]}")
+        who, n = min(over.items(), key=lambda kv: (-kv[1], kv[0]))
+        out.append(f"{len(over)} members have more than {t} claims, e.g. {who} has {n}")
     return out
 
 
@@ -373,17 +510,16 @@ def _bin(bins, v: int) -> str:
     return f"<no bin for {v}>"
 
 
-def _labels(members, claims, levels, hier: _Hierarchies) -> list[str]:
+def _labels(released: dict, levels, hier: _Hierarchies) -> list[str]:
     out = []
-    for table in (members, claims):
-        for col in table.columns:
+    for columns in released.values():
+        for col, (values, _) in columns.items():
             if col == "member_id" or col not in levels:
                 continue
             if hier.level(col, levels[col]) is None:
                 out.append(f"{col}: the chosen level {levels[col]!r} is not in the hierarchy")
                 continue
             allowed = hier.labels(col, levels[col])
-            values = set(table[col].astype(str).unique())
             bad = (sorted(v for v in values if not v.isdigit()) if allowed is None
                    else sorted(values - allowed))
             if bad:
@@ -391,8 +527,13 @@ def _labels(members, claims, levels, hier: _Hierarchies) -> list[str]:
     return out
 
 
-def _consistency(members, claims, levels, hier, inp: _Input, admissible, link) -> list[str]:
-    out = []
+def _consistency(members, claims, levels, hier, inp: _Input, admissible, link,
+                 per_member: pd.Series) -> tuple:
+    """Check 7 for the members of one batch (``link``: their pseudonym ->
+    source member; ``claims``: their released claims).  Returns (how many
+    (member, claim values) are released too often, the smallest of them,
+    how many members with admissible claims are not released, the member
+    rows' problems)."""
     idx = np.flatnonzero(admissible)
     adm = pd.DataFrame({"source": inp.member[idx], "date": inp.date[idx], "row": idx})
     adm = adm.sort_values(["source", "date", "row"], kind="stable")
@@ -405,36 +546,37 @@ def _consistency(members, claims, levels, hier, inp: _Input, admissible, link) -
     for c in cols:
         values = adm["dsfc"].to_numpy() if c == "dsfc" else raw[c][adm["row"].to_numpy()]
         adm[c] = hier.generalize(c, levels[c], values)
-    back = {p: s for p, s in link.items()}
-    rel = claims.assign(source=claims["member_id"].astype(str).map(back))
+    rel = claims.assign(source=claims["member_id"].astype(str).map(link))
     have = adm.groupby(["source", *cols], sort=False).size().rename("have")
     got = rel.groupby(["source", *cols], sort=False).size().rename("got")
     joined = pd.concat([got, have], axis=1, join="outer").fillna(0)
     extra = joined[joined["got"] > joined["have"]]
-    if len(extra):
-        out.append(f"{len(extra)} (member, claim values) released more often than the member's "
-                   f"admissible claims allow, e.g. {extra.index[0]}")
-    released_sources = set(link.values())
-    missing = set(first.index) - released_sources
-    if missing:
-        out.append(f"{len(missing)} members with admissible claims are not released")
-    out += _member_rows(members, claims, levels, hier, inp, first, back)
-    return out
+    example = min(extra.index, key=str) if len(extra) else None
+    missing = len(set(first.index) - set(link.values()))
+    return len(extra), example, missing, _member_rows(members, levels, hier, inp, first, link,
+                                                      per_member)
 
 
-def _member_rows(members, claims, levels, hier, inp: _Input, first, back) -> list[str]:
-    m = members.assign(source=members["member_id"].astype(str).map(back))
-    counts = claims["member_id"].value_counts()
-    expect = {"age": lambda s: inp.age[first.loc[s, "row"].to_numpy()],
-              "sex": lambda s: inp.sex[first.loc[s, "row"].to_numpy()],
-              "claims_per_member": lambda s: counts.reindex(m["member_id"]).fillna(0)
+def _member_rows(members, levels, hier, inp: _Input, first, link, per_member) -> dict:
+    """column -> (smallest pseudonym whose row is wrong there, the problem)."""
+    m = members.assign(member_id=members["member_id"].astype(str))
+    m = m.assign(source=m["member_id"].map(link))
+    known = m["source"].isin(first.index).to_numpy()
+    out = {}
+    if not known.all():  # released, yet no admissible claim (screening reports why)
+        who = m["member_id"][~known].min()
+        out["member_id"] = (who, f"member {who} is released with no admissible claim")
+    m = m[known]
+    row = first.loc[m["source"], "row"].to_numpy()
+    expect = {"age": lambda: inp.age[row], "sex": lambda: inp.sex[row],
+              "claims_per_member": lambda: per_member.reindex(m["member_id"]).fillna(0)
               .astype(np.int64).to_numpy()}
-    out = []
-    for col in [c for c in MEMBER_COLUMNS if c in members.columns]:
-        want = hier.generalize(col, levels[col], expect[col](m["source"]))
+    for col in [c for c in MEMBER_COLUMNS if c in m.columns]:
+        want = hier.generalize(col, levels[col], expect[col]())
         bad = m[col].astype(str).to_numpy() != want
         if bad.any():
-            i = int(np.argmax(bad))
-            out.append(f"member {m['member_id'].iloc[i]}: {col} is {m[col].iloc[i]!r}, the "
-                       f"chosen level gives {want[i]!r}")
+            i = min(np.flatnonzero(bad), key=lambda j: m["member_id"].iloc[j])
+            who = m["member_id"].iloc[i]
+            out[col] = (who, (f"member {who}: {col} is {m[col].iloc[i]!r}, the chosen level "
+                             f"gives {want[i]!r}"))
     return out

@@ -60,6 +60,7 @@ def verify_policy_batches(batches, constraints, k: int, filter: str) -> Verdict:
         constraints = constraints.get("constraints", [])
     violations: list[str] = []
     cons = _shape(constraints, violations)
+    constraints = None  # noqa: F841 - the caller may have handed over the only reference
     scan = _FirstPass(cons, k)
     for df in batches():
         scan.add(df, filter, violations)
@@ -160,9 +161,11 @@ def _contained(cons: list[frozenset], by_code) -> list[str]:
 
 
 def _shape(constraints, violations: list[str]) -> list[frozenset]:
-    out, seen = [], set()
+    """The constraints as frozensets; equal codes share one string (a parsed
+    policy holds a string per occurrence: 4.2 million at 113,000 members)."""
+    out, seen, one = [], set(), {}
     for n, c in enumerate(constraints, start=1):
-        codes = [str(x) for x in c]
+        codes = [one.setdefault(x, x) for x in map(str, c)]
         if not codes:
             violations.append(f"constraint {n} is empty")
             continue

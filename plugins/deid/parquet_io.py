@@ -10,6 +10,8 @@ task holds more than its own batch plus small indexes).
 - ``row_groups`` yields a file one row group at a time;
 - ``distinct`` is the sorted distinct values of one column, reduced row group
   by row group (a small index: codes, patient ids);
+- ``id_ranges`` cuts a column's sorted values into ranges of at most so many
+  rows, for batches of whole patients;
 - ``ParquetFrame`` is a file the load streams into COPY by row group.
 """
 
@@ -89,6 +91,32 @@ def distinct(path: Path, column: str) -> np.ndarray:
         return np.zeros(0, dtype=object)
     values = pc.unique(pa.concat_arrays([s.cast(seen[0].type) for s in seen])).drop_null()
     return np.sort(np.asarray(values.to_pylist(), dtype=object))
+
+
+def id_ranges(path: Path, column: str, max_rows: int) -> list[tuple]:
+    """Consecutive ranges ``(lo, hi)`` of the sorted distinct values of
+    ``column`` (``hi`` None: no upper bound), for ``rows_between``: each holds
+    whole values and at most ``max_rows`` rows, unless one value alone has
+    more.  The rows per value are counted row group by row group (a small
+    index: one count per patient).  A null value is an error: its rows
+    would be in no range."""
+    f = pq.ParquetFile(path)
+    parts = [pc.value_counts(f.read_row_group(i, columns=[column]).column(0).combine_chunks())
+             for i in range(f.num_row_groups)]
+    if not parts:
+        return []
+    counts = pd.concat([pd.Series(p.field("counts").to_numpy(zero_copy_only=False),
+                                  index=p.field("values").to_pylist()) for p in parts])
+    if counts.index.isna().any():  # such rows would be in no batch, so never checked
+        raise ValueError(f"{Path(path).name}: {column} has empty values")
+    counts = counts.groupby(level=0).sum().sort_index()
+    total = np.cumsum(counts.to_numpy())
+    values, cuts, start = counts.index.tolist(), [], 0
+    while start < len(values):
+        cuts.append(start)
+        before = total[start - 1] if start else 0
+        start = max(start + 1, int(np.searchsorted(total, before + max_rows, side="right")))
+    return list(zip([values[i] for i in cuts], [values[i] for i in cuts[1:]] + [None]))
 
 
 def min_max(path: Path, column: str) -> tuple:

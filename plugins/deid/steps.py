@@ -114,7 +114,7 @@ def claims(run: Run, columns=None) -> pd.DataFrame:
     return pd.read_parquet(run.path("claims.parquet"), columns=columns)
 
 
-VERIFY_PATIENTS = 20_000  # patients per batch of the PPE verifier
+VERIFY_ROWS = 1_000_000  # most claims per batch of whole patients of the verifiers
 VISIT_COLUMNS = ["patient_id", "claim_id", "code"]  # a visit is a claim
 
 
@@ -127,10 +127,10 @@ def _visit_batches(run: Run):
     and code, in batches of whole patients (ranges of sorted ids), re-read
     on every call, so that the verifier holds one batch at a time."""
     path = run.path("claims.parquet")
-    bounds = pio.distinct(path, "patient_id")[::VERIFY_PATIENTS].tolist()
+    ranges = pio.id_ranges(path, "patient_id", VERIFY_ROWS)
 
     def batches():
-        for lo, hi in zip(bounds, [*bounds[1:], None]):
+        for lo, hi in ranges:
             yield _as_visits(pio.rows_between(path, "patient_id", lo, hi, VISIT_COLUMNS))
 
     return batches
@@ -160,9 +160,9 @@ def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
 
     module = METHODS[method]
     source = source_index(run)
-    policy = run.read_json("policy.json")
-    verdicts = [verify_policy_batches(_visit_batches(run), policy["constraints"], policy["k"],
-                                      policy["filter"]).as_dict(),
+    policy = run.read_json("policy.json")  # the verifier drops its constraints once parsed
+    verdicts = [verify_policy_batches(_visit_batches(run), policy.pop("constraints"),
+                                      policy["k"], policy["filter"]).as_dict(),
                 *module.verify(run, params), *_threshold_verdicts(methods.metrics(run),
                                                                   thresholds)]
     gates = []

@@ -128,13 +128,43 @@ def release(run, params) -> dict:
 
 
 def verify(run, params) -> list[dict]:
-    from anonymizers.verify.claims import verify_release
+    """The release verifier over the input claims in batches of whole
+    members (ranges of sorted raw ids, ``steps.VERIFY_ROWS`` claims at most;
+    the verifier strips ids and reports a member found in two batches), with the released claims read by row
+    group or by pseudonym: the task holds one batch, the members table, the
+    key and small indexes."""
+    from anonymizers.verify.claims import verify_release_batches
+    from deid.steps import VERIFY_ROWS
 
-    return [verify_release(pd.read_parquet(run.path("hhp_members.parquet")),
-                           pd.read_parquet(run.path("hhp_release_claims.parquet")),
-                           run.read_json("hhp_metrics.json"),
-                           pd.read_parquet(run.path("key.parquet")),
-                           _claims(run, params)).as_dict()]
+    source = run.path("hhp_claims.parquet")
+    columns = [c for c in pq.read_schema(source).names
+               if params["hhp_screen_all_diagnoses"] or c != "other_dx_codes"]
+    ranges = pio.id_ranges(source, "member_id", VERIFY_ROWS)
+
+    def batches():
+        for lo, hi in ranges:
+            yield pio.rows_between(source, "member_id", lo, hi, columns)
+
+    return [verify_release_batches(pd.read_parquet(run.path("hhp_members.parquet")),
+                                   ReleasedClaims(run.path("hhp_release_claims.parquet")),
+                                   run.read_json("hhp_metrics.json"),
+                                   pd.read_parquet(run.path("key.parquet")), batches).as_dict()]
+
+
+class ReleasedClaims:
+    """The staged release claims as the batched verifier reads them."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def chunks(self):
+        frame = pio.ParquetFrame(self.path)
+        if len(frame) == 0:  # no chunk would carry the columns
+            return [pq.read_schema(self.path).empty_table().to_pandas()]
+        return frame.chunks(GATE_ROWS)
+
+    def of(self, pseudonyms) -> pd.DataFrame:
+        return pio.rows_of(self.path, "member_id", list(pseudonyms))
 
 
 def gates(run, params, source) -> Iterator[tuple]:
