@@ -65,3 +65,21 @@ def test_fewer_records_than_k_give_one_empty_batch():
     assert pd.read_parquet(run.path("dis_records.b0.parquet")).empty
     assert list(pd.read_parquet(run.path("dis_records.b0.parquet")).columns) == \
         ["patient_id", "code"]
+
+
+def test_the_verifier_reads_each_batch_a_refine_window_at_a_time():
+    run = Run("dis_plan_step_test", "r3")
+    _claims(run, 90, seed=6)
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    params.update(k=3, m=2, refine_window=2, batch_size=6, utility_policy="none")
+    dis.plan(run, params)
+    for i, (lo, hi) in enumerate(run.read_json("dis_batches.json")["ranges"]):
+        parts = dis._windows(run, i, lo, hi, 2)
+        assert [a for a, _, _ in parts] == list(range(lo, hi, 2))  # whole windows, in order
+        assert [b for _, b, _ in parts] == [*range(lo + 2, hi, 2), hi]
+        plan_rows = pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"))
+        got = np.concatenate([p for _, _, p in parts])
+        assert sorted(got) == sorted(plan_rows["patient_id"]) and len(set(got)) == len(got)
+        for a, b, patients in parts:
+            assert set(plan_rows.loc[plan_rows["cluster"].between(a, b - 1), "patient_id"]) == \
+                set(patients)
