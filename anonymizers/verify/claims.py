@@ -107,7 +107,8 @@ def verify_release_batches(members: pd.DataFrame, claims, metrics: dict, key: pd
     if policy.get("version") != metrics.get("policy_version"):
         problems.append(f"metrics say policy {metrics.get('policy_version')!r}, the policy file "
                         f"is {policy.get('version')!r}")
-    problems += scan.split_problems() + scan.screening + _truncation(seen.per_member, metrics, scan.admissible_counts)
+    problems += scan.split_problems() + scan.screening
+    problems += _truncation(seen.per_member, metrics, scan.admissible_counts)
     problems += labels
     if not problems:
         problems += scan.consistency()
@@ -223,8 +224,8 @@ class _BatchScan:
         for name, columns in released.items():
             for col, (values, dated) in columns.items():
                 hit = values & source if not dated else None
-                if hit:
-                    self.hits[(name, col)] = min(hit | {self.hits.get((name, col), min(hit))})
+                if hit:  # the example is the smallest id over all batches
+                    self.hits[(name, col)] = min(min(hit), self.hits.get((name, col), min(hit)))
         removed, admissible = inp.screen(self.policy, self.extra_rare)
         batch = {p: s for p, s in self.link.items() if s in ids}
         self.removed_released += [(p, s) for p, s in batch.items() if s in removed]

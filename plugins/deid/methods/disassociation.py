@@ -230,9 +230,9 @@ def _windows(run, i: int, lo: int, hi: int, window: int) -> list[tuple]:
     a quarter of a batch's at the default sizes.  The verifier checks the
     cut (the parts must tile the clusters and no shared chunk may span two)."""
     plan = pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"), columns=["patient_id", "cluster"])
-    cuts = [lo, *range((lo // window + 1) * window, hi, window), hi]
     if lo == hi:  # the one empty batch of a release with no cluster
         return [(lo, hi, plan["patient_id"].to_numpy())]
+    cuts = [lo, *range((lo // window + 1) * window, hi, window), hi]
     cluster = plan["cluster"].to_numpy()
     return [(a, b, plan["patient_id"].to_numpy()[(cluster >= a) & (cluster < b)])
             for a, b in zip(cuts, cuts[1:])]
