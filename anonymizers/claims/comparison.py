@@ -36,7 +36,8 @@ def compare_excluded(norm: pd.DataFrame, excluded_claim: np.ndarray) -> dict:
     age = np.zeros(n_members, dtype=np.int64)
     age[m_sorted[head]] = norm["age"].to_numpy()[order][head]
     sex = np.zeros(n_members, dtype=np.int64)
-    sex[m_sorted[head]] = (norm["sex"].to_numpy()[order][head] == "F").astype(np.int64)
+    female = norm["sex"].eq("F").to_numpy(dtype=bool)  # no Python string per row
+    sex[m_sorted[head]] = female[order][head].astype(np.int64)
     excluded_m = np.zeros(n_members, dtype=bool)
     excluded_m[member[excluded_claim]] = True
     dsfc = ((norm["date"].to_numpy() - first[member]) // DAY).astype(np.int64)

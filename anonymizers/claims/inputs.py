@@ -42,7 +42,7 @@ def normalize(df: pd.DataFrame, source: str = "claims") -> tuple[pd.DataFrame, s
         "date": _dates(df["service_date"], source, "service_date", required=True),
         "age": _integers(df["age_at_service"], source, "age_at_service", empty_as=None),
         "sex": _sex(df["sex"], source),
-        "dx": undotted(df["dx_code"].to_numpy()),
+        "dx": undotted(df["dx_code"]),
     })
     _one_sex_per_member(out, source)
     out["other_dx"] = _optional_codes(df, "other_dx_codes", n)
@@ -70,7 +70,7 @@ def _empty(n: int) -> np.ndarray:
 
 
 def _optional_codes(df, col, n) -> np.ndarray:
-    return undotted(df[col].to_numpy()) if col in df.columns else _empty(n)
+    return undotted(df[col]) if col in df.columns else _empty(n)
 
 
 def _is_empty(s: pd.Series) -> np.ndarray:
@@ -90,8 +90,11 @@ def _no_empty(s: pd.Series, source: str, col: str) -> None:
         raise InputError(source, "empty value", row=int(bad.argmax()) + 1, field=col)
 
 
-def _ids(s: pd.Series) -> np.ndarray:
-    return s.astype(str).str.strip().to_numpy(dtype=object)
+def _ids(s: pd.Series):
+    """Stripped text, kept in pandas' string dtype (the frame's column is that
+    dtype either way): an object array held a Python string per row, 250 MB
+    per id column at 2.7 million claims."""
+    return s.astype(str).str.strip().array
 
 
 def _dates(s: pd.Series, source: str, col: str, required: bool) -> np.ndarray:

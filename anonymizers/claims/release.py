@@ -201,8 +201,8 @@ def _prepared(claims_df: pd.DataFrame, config: HHPConfig, compare: bool = True):
     policy = load_policy(config.policy_path).with_rare_visible(config.rare_visible_codes)
     norm, present = normalize(claims_df)
     kept, _, report = screen_normalized(norm, present, policy, compare)
-    prep = prepare(norm[kept], present, load_hierarchies(config.hierarchies_path),
-                   config.qis, config.truncation_percentile)
+    prep = prepare(norm, present, load_hierarchies(config.hierarchies_path),
+                   config.qis, config.truncation_percentile, keep=kept)
     return policy, report, prep
 
 

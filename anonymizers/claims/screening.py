@@ -71,7 +71,7 @@ def screen_normalized(norm: pd.DataFrame, present: set[str], policy: ScreeningPo
     report: dict = {"policy_version": policy.version,
                     "input": {"members": n_members, "claims": len(norm)},
                     "member_rules": {}, "claim_rules": {}, "not_applied": []}
-    other = _OtherDx(norm["other_dx"].to_numpy()) if "other_dx_codes" in present else None
+    other = _OtherDx(norm["other_dx"]) if "other_dx_codes" in present else None
     fields: dict[str, CodeIndex] = {}
     flagged = np.zeros(n_members, dtype=bool)
     reasons: list[list[str]] = [[] for _ in range(n_members)]
@@ -126,7 +126,7 @@ def _member_rule_hits(rule, norm, present, other, report, fields) -> np.ndarray:
             report["not_applied"].append(f"{rule.name}: no {col} column")
         return np.zeros(n, dtype=bool)
     if rule.field not in fields:
-        fields[rule.field] = CodeIndex(norm[rule.field].to_numpy())
+        fields[rule.field] = CodeIndex(norm[rule.field])
     hit = fields[rule.field].hits(rule.prefixes, rule.codes)
     if rule.field == "dx" and other is not None:
         hit |= other.hits(rule.prefixes, rule.codes)
@@ -161,8 +161,10 @@ def _claim_rule_hits(norm, present, policy, report) -> tuple[np.ndarray, np.ndar
 class _OtherDx:
     """The ``other_dx_codes`` of each claim, split once (``split_code_lists``)."""
 
-    def __init__(self, values: np.ndarray):
-        self.index, uniques = pd.factorize(np.asarray(values, dtype=object))
+    def __init__(self, values):
+        """``values``: a sequence or a pandas Series (factorized as it is)."""
+        self.index, uniques = pd.factorize(
+            values if isinstance(values, pd.Series) else np.asarray(values, dtype=object))
         self.owner, self.codes = split_code_lists([str(u) for u in uniques])
         self.n_uniques = len(uniques)
 
