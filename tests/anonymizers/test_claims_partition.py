@@ -99,6 +99,20 @@ def test_release_does_not_depend_on_the_grouping_of_parts(data, config, tmp_path
         _same(finish(load_staged(tmp_path / "staged.npz"), config, results, 0.0), whole)
 
 
+def test_stage_takes_a_reader_of_the_claims(data, config, tmp_path):
+    """A function returning the frame (so that the raw frame can be dropped once
+    normalized) stages exactly what the frame itself does."""
+    calls = []
+    save_staged(stage(data, config), tmp_path / "a.npz")
+    save_staged(stage(lambda: calls.append(1) or data.copy(), config), tmp_path / "b.npz")
+    assert calls == [1]
+    a, b = np.load(tmp_path / "a.npz", allow_pickle=True), np.load(tmp_path / "b.npz",
+                                                                    allow_pickle=True)
+    assert sorted(a.files) == sorted(b.files)
+    for name in a.files:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
 def test_finish_refuses_missing_or_repeated_parts(data, config):
     staged = stage(data, config)
     results = search_parts(staged, config, [0, 1, 2, 3, 4])

@@ -82,7 +82,7 @@ def prepare(run, params) -> list[dict]:
 
     extract_claims_table(run.path("hhp_claims.parquet"), params["scope"])
     config = _config(params)
-    staged = stage(_claims(run, params), config)
+    staged = stage(lambda: _claims(run, params), config)  # the raw frame goes once normalized
     save_staged(staged, run.path("hhp_staged.npz"))
     groups = group(part_count(staged, config), params["lattice_parts_per_task"])
     run.write_json("hhp_groups.json", groups)
