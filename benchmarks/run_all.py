@@ -22,7 +22,7 @@ RESULTS = HERE / "results"
 
 
 # The scale benchmark runs at three sizes; at the largest, parallelism 1 and 2 in
-# SPEEDUP_ROUNDS interleaved pairs (one pair's speed-up moved between 1.29x and 2.12x
+# SPEEDUP_ROUNDS interleaved pairs (one pair's speed-up moved between 1.22x and 2.13x
 # from round to round on this shared host, and three rounds' median moved by 0.3x
 # between two days of runs on unchanged partitioned code); the HHP release (mapped
 # lattice search) at the largest, parallelism 1 and 2.
