@@ -40,8 +40,7 @@ def undotted(values) -> np.ndarray:
 
 def _undotted_ascii(values) -> np.ndarray | None:
     try:
-        text = pa.array(values if isinstance(values, pd.Series)
-                        else np.asarray(values, dtype=object), from_pandas=True)
+        text = pa.array(code_values(values), from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     if isinstance(text, pa.ChunkedArray):
@@ -58,7 +57,9 @@ def _undotted_ascii(values) -> np.ndarray | None:
     return clean[pc.fill_null(encoded.indices, len(words)).to_numpy()]
 
 
-def _values(codes):
+def code_values(codes):
+    """A pandas Series as it is (an Arrow-backed column is then read without a
+    Python string per row), any other sequence as an object array."""
     return codes if isinstance(codes, pd.Series) else np.asarray(codes, dtype=object)
 
 
@@ -104,7 +105,7 @@ class CodeIndex:
     def __init__(self, codes):
         """``codes``: a sequence, or a pandas Series (factorized as it is: an
         Arrow-backed column gives no Python string per row)."""
-        self.index, uniques = pd.factorize(_values(codes), use_na_sentinel=False)
+        self.index, uniques = pd.factorize(code_values(codes), use_na_sentinel=False)
         self.uniques = uniques.tolist()
 
     @classmethod

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from anonymizers.claims.codes import CodeIndex, split_code_lists
+from anonymizers.claims.codes import CodeIndex, code_values, split_code_lists
 from anonymizers.claims.comparison import compare_excluded
 from anonymizers.claims.inputs import normalize
 from anonymizers.claims.policy import ScreeningPolicy, load_policy
@@ -163,8 +163,7 @@ class _OtherDx:
 
     def __init__(self, values):
         """``values``: a sequence or a pandas Series (factorized as it is)."""
-        self.index, uniques = pd.factorize(
-            values if isinstance(values, pd.Series) else np.asarray(values, dtype=object))
+        self.index, uniques = pd.factorize(code_values(values))
         self.owner, self.codes = split_code_lists([str(u) for u in uniques])
         self.n_uniques = len(uniques)
 

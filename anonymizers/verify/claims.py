@@ -207,6 +207,7 @@ class _BatchScan:
         self.members, self.seen, self.levels, self.hier = members, seen, levels, hier
         self.link, self.policy, self.extra_rare = link, policy, extra_rare
         self.check_consistency = consistency
+        self.member_ids = members["member_id"].astype(str)  # once, not per batch
         self.known: set[str] = set()
         self.twice: set[str] = set()
         self.hits: dict[tuple, str] = {}
@@ -234,7 +235,7 @@ class _BatchScan:
             self._consistency(inp, admissible, batch)
 
     def _consistency(self, inp, admissible, batch: dict) -> None:
-        members = self.members[self.members["member_id"].astype(str).isin(batch)]
+        members = self.members[self.member_ids.isin(batch)]
         n, eg, missing, bad = _consistency(members, self.seen.of(list(batch)), self.levels,
                                            self.hier, inp, admissible, batch,
                                            self.seen.per_member)
