@@ -52,28 +52,46 @@ def verify_disassociation_tables(batches, patients, index: TableIndex,
     input patient id; ``records(ids)`` returns those patients' input rows
     (``patient_id, code``); ``tables(first, stop)`` the record- and item-chunk
     rows of clusters ``first .. stop - 1``; ``shared(ids)`` the shared-chunk
-    rows of those shared ids."""
-    bad = _check_split(batches, patients, index)
+    rows of those shared ids.  The same as ``check_split`` followed by
+    ``verify_batches`` over all the batches, which the DAG runs as separate
+    tasks."""
+    bad = check_split(batches, patients, index)
     if bad:
         return Verdict.from_violations(PROPERTY, 0, bad)
     if not len(index.clusters):  # nothing released: fewer than k records?
         return verify_disassociation(records(np.asarray(patients, dtype=object)),
                                      {"k": k, "m": m, "clusters": [], "shared_chunks": []}, k, m)
-    sizes = index.clusters.sort_values("cluster_id")["size"].to_numpy()
-    joins = index.shared_chunk_clusters
-    checked = 0
-    for i, (first, stop, ids) in enumerate(batches):
+    checked, bad = verify_batches(((f"batch {i}", b) for i, b in enumerate(batches)),
+                                  index.clusters, index.shared_chunk_clusters,
+                                  records, tables, shared, k, m)
+    return Verdict.from_violations(PROPERTY, checked, bad)
+
+
+def verify_batches(labelled, clusters: pd.DataFrame, joins: pd.DataFrame, records: Callable,
+                   tables: Callable, shared: Callable, k: int, m: int) -> tuple[int, list[str]]:
+    """Guarantee 1 on each ``(label, (first, stop, patient_ids))`` of
+    ``labelled`` (an entry of ``verify_disassociation_tables``'s ``batches``
+    and the name its violations start with), against those patients'
+    records only: ``(checked, violations)``.  ``clusters`` and ``joins`` are
+    the whole ``clusters`` and ``shared_chunk_clusters`` tables.  Sound on
+    its own only for a split that ``check_split`` accepts (whole clusters,
+    whole shared chunks, every patient once) of a release with clusters."""
+    sizes = clusters.sort_values("cluster_id")["size"].to_numpy()
+    checked, bad = 0, []
+    for label, (first, stop, ids) in labelled:
         mine = joins[(joins["cluster_id"] >= first) & (joins["cluster_id"] < stop)]
         doc, problems = release_doc(k, m, sizes[first:stop], tables(first, stop),
                                     shared(np.unique(mine["shared_id"].to_numpy())), mine, first)
         verdict = verify_disassociation(records(ids), doc, k, m) if not problems else None
         checked += verdict.checked if verdict else 0
-        where = f"batch {i} (clusters {first}..{stop - 1})"
+        where = f"{label} (clusters {first}..{stop - 1})"
         bad += [f"{where}: {v}" for v in (problems or verdict.violations)]
-    return Verdict.from_violations(PROPERTY, checked, bad)
+    return checked, bad
 
 
-def _check_split(batches, patients, index: TableIndex) -> list[str]:
+def check_split(batches, patients, index: TableIndex) -> list[str]:
+    """What is wrong with the split of the release into ``batches`` (see
+    ``verify_disassociation_tables``), and with the rows no batch reads."""
     bad = [f"{where}: {n} rows with a null id" for where, n in index.null_ids.items() if n]
     for name in ("clusters", "shared_chunk_clusters"):
         if getattr(index, name).isna().any().any():

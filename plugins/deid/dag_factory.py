@@ -2,7 +2,9 @@
 
 prepare -> extract -> [screen_plan -> screen (one task per member range)
         -> screen_combine] -> privacy_policy -> choose_method -> <method's steps>
-        -> validate -> report -> load, with cleanup as the teardown of prepare.
+        -> validate -> report -> load, with cleanup as the teardown of prepare;
+verify_policy (PPE's verifier) runs beside the method's steps, between
+privacy_policy and validate.
 Partitioned steps (screening, a method's ``MAPPED`` steps) are mapped tasks
 over batches, so Airflow's executor spreads them over its workers.
 The trigger form offers every method with its parameters in a section of
@@ -103,6 +105,11 @@ def build_dag(release: Release):
             return steps.screen_combine(current_run(release.name), release.screening_policy,
                                         len(batches))
 
+        @task(multiple_outputs=False)
+        @no_retry_on_bad_data
+        def verify_policy(params=None) -> dict:
+            return steps.verify_policy(current_run(release.name))
+
         @task.branch(retries=0)
         @no_retry_on_bad_data
         def choose_method(params=None) -> str:
@@ -152,12 +159,11 @@ def build_dag(release: Release):
             extracted >> policy
         started >> extracted
         policy >> chooser
+        policy >> verify_policy() >> checked
         for method, module in METHODS.items():
-            chain = _method_chain(release.name, method, module)
-            chooser >> chain[0]
-            for up, down in zip(chain, chain[1:]):
-                up >> down
-            chain[-1] >> checked
+            first, last = _method_chain(release.name, method, module)
+            chooser >> first
+            last >> checked
         written = report()
         loaded = load(started, extracted, policy, written)
         checked >> written >> loaded >> cleanup().as_teardown(setups=started)
@@ -173,21 +179,24 @@ def _screened(release: Release) -> dict | None:
     return get_current_context()["ti"].xcom_pull(task_ids="screen_combine")
 
 
-def _method_chain(release_name: str, method: str, module) -> list:
-    """One task per step; a step in ``module.MAPPED`` is one task per batch
-    of the list its source step returned (dynamic task mapping)."""
-    mapped = getattr(module, "MAPPED", {})
+def _method_chain(release_name: str, method: str, module) -> tuple:
+    """One task per step, each after the step before it, or after the step
+    ``module.AFTER`` names; a step in ``module.MAPPED`` is one task per batch
+    of the list its source step returned (dynamic task mapping).  Returns the
+    first task and the tasks no other step waits for."""
+    mapped, after = getattr(module, "MAPPED", {}), getattr(module, "AFTER", {})
     outputs: dict = {}
-    chain = []
-    for step in module.STEPS:
+    for n, step in enumerate(module.STEPS):
         source = mapped.get(step)
         if source is None:
             outputs[step] = _method_task(release_name, method, step)()
         else:
             outputs[step] = _method_task(release_name, method, step).expand(
                 batch=outputs[source])
-        chain.append(outputs[step])
-    return chain
+        if n:
+            outputs[after.get(step, module.STEPS[n - 1])] >> outputs[step]
+    waited_on = {after.get(s, module.STEPS[n - 1]) for n, s in enumerate(module.STEPS) if n}
+    return outputs[module.STEPS[0]], [outputs[s] for s in module.STEPS if s not in waited_on]
 
 
 def _method_task(release_name: str, method: str, step: str):

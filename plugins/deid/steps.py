@@ -154,17 +154,29 @@ def method_step(run: Run, method: str, step: str, params: dict, batch: dict | No
     return fn(run, params) if batch is None else fn(run, params, batch)
 
 
-def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
-    """GX gates on every release table, the verifiers' verdicts and the thresholds."""
+POLICY_VERDICT = "policy_verdict.json"
+
+
+def verify_policy(run: Run) -> dict:
+    """PPE's verifier on the staged claims, a batch of whole patients at a
+    time, beside the method's steps; ``validate`` reads its verdict."""
     from anonymizers.verify.ppe import verify_policy_batches
 
+    policy = run.read_json("policy.json")  # the verifier drops its constraints once parsed
+    verdict = verify_policy_batches(_visit_batches(run), policy.pop("constraints"),
+                                    policy["k"], policy["filter"]).as_dict()
+    run.write_json(POLICY_VERDICT, verdict)
+    return {"ok": verdict["ok"], "checked": verdict["checked"]}
+
+
+def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
+    """GX gates on every release table, the verifiers' verdicts and the thresholds."""
+    if not run.path(POLICY_VERDICT).exists():
+        raise ValidationFailed("the privacy policy was not verified (no verify_policy verdict)")
     module = METHODS[method]
     source = source_index(run)
-    policy = run.read_json("policy.json")  # the verifier drops its constraints once parsed
-    verdicts = [verify_policy_batches(_visit_batches(run), policy.pop("constraints"),
-                                      policy["k"], policy["filter"]).as_dict(),
-                *module.verify(run, params), *_threshold_verdicts(methods.metrics(run),
-                                                                  thresholds)]
+    verdicts = [run.read_json(POLICY_VERDICT), *module.verify(run, params),
+                *_threshold_verdicts(methods.metrics(run), thresholds)]
     gates = []
     for table, frame, expectations in module.gates(run, params, source):
         gates += validation.run_suite(table, frame, expectations)

@@ -41,6 +41,9 @@ def test_release_dag_order_and_params(dagbag):
         assert down in dag.get_task(up).downstream_task_ids, f"{up} -> {down}"
     assert dag.get_task("cleanup").is_teardown
     assert dag.get_task("validate").retries == 0
+    # PPE's verifier runs beside the method's steps, and validate waits for it
+    assert dag.get_task("verify_policy").upstream_task_ids == {"privacy_policy"}
+    assert dag.get_task("verify_policy").downstream_task_ids == {"validate"}
     for name, param in dag.params.items():
         p = dag.params.get_param(name)
         assert p.schema.get("title") and p.description and p.schema.get("section"), name
@@ -56,6 +59,13 @@ def test_partitioned_steps_are_mapped_tasks(dagbag):
     dag = dagbag.get_dag("deid_disassociation_diagnoses")
     assert isinstance(dag.get_task("disassociation_disassociate"), MappedOperator)
     assert "disassociation_combine" in dag.get_task("disassociation_disassociate").downstream_task_ids
+    # the release tables are verified one task per batch, beside the utility measure
+    check = dag.get_task("disassociation_verify_batch")
+    assert isinstance(check, MappedOperator)
+    assert check.upstream_task_ids == {"disassociation_plan", "disassociation_combine"}
+    assert dag.get_task("disassociation_measure").upstream_task_ids == {"disassociation_combine"}
+    assert {"disassociation_verify_batch", "disassociation_measure", "verify_policy"} <= \
+        dag.get_task("validate").upstream_task_ids
     medco = dagbag.get_dag("deid_medco_codes")
     assert isinstance(medco.get_task("screen"), MappedOperator)
     assert not isinstance(medco.get_task("screen_combine"), MappedOperator)

@@ -4,6 +4,8 @@ time and still writes, per batch, the plan rows and the distinct
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -83,3 +85,96 @@ def test_the_verifier_reads_each_batch_a_refine_window_at_a_time():
         for a, b, patients in parts:
             assert set(plan_rows.loc[plan_rows["cluster"].between(a, b - 1), "patient_id"]) == \
                 set(patients)
+
+
+def _fresh(run_id: str) -> Run:
+    """A run with an empty staging folder (one left by an earlier session is removed)."""
+    run = Run("dis_plan_step_test", run_id)
+    shutil.rmtree(run.dir)
+    run.dir  # noqa: B018 - creates it again
+    return run
+
+
+def _release(run: Run, params: dict) -> list[dict]:
+    """plan -> disassociate (each batch) -> combine -> verify_batch (each batch)."""
+    batches = dis.plan(run, params)
+    for b in batches:
+        dis.disassociate(run, params, b)
+    dis.combine(run, params)
+    for b in batches:
+        dis.verify_batch(run, params, b)
+    return batches
+
+
+def test_batch_verdicts_add_up_to_the_whole_table_verifier():
+    from anonymizers.verify.disassociation_tables import verify_disassociation_tables
+
+    run = _fresh("r4")
+    _claims(run, 90, seed=7)
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    params.update(k=3, m=2, refine_window=2, batch_size=4, utility_policy="none")
+    assert len(_release(run, params)) > 2
+    verdict, = dis.verify(run, params)
+    ranges = run.read_json("dis_batches.json")["ranges"]
+    claim = [w for i, (lo, hi) in enumerate(ranges) for w in dis._windows(run, i, lo, hi, 2)]
+    whole = verify_disassociation_tables(
+        claim, pd.read_parquet(run.path("claims.parquet"))["patient_id"].unique(),
+        dis._table_index(run), dis._records_of(run), dis._chunk_rows(run),
+        dis._shared_rows(run), 3, 2)
+    assert verdict["ok"] and whole.ok and verdict["checked"] == whole.checked > 0
+
+
+def test_a_missing_or_failing_batch_verdict_fails_the_release():
+    run = _fresh("r5")
+    _claims(run, 90, seed=8)
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    params.update(k=3, m=2, refine_window=2, batch_size=4, utility_policy="none")
+    _release(run, params)
+    doc = run.read_json("dis_verdict.b1.json")
+    run.write_json("dis_verdict.b1.json", {**doc, "violations": ["batch 1 window 0: tampered"]})
+    verdict, = dis.verify(run, params)
+    assert not verdict["ok"] and verdict["violations"] == ["batch 1 window 0: tampered"]
+    run.write_json("dis_verdict.b1.json", {**doc, "windows": doc["windows"][1:]})
+    verdict, = dis.verify(run, params)
+    assert not verdict["ok"] and "batch 1: verified windows" in verdict["violations"][0]
+    run.path("dis_verdict.b1.json").unlink()
+    verdict, = dis.verify(run, params)
+    assert not verdict["ok"] and verdict["violations"] == [
+        "batch 1: no verdict (its verify_batch task did not run)"]
+
+
+def test_a_batch_verifier_finds_a_tampered_chunk():
+    run = _fresh("r6")
+    _claims(run, 90, seed=9)
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    params.update(k=3, m=2, refine_window=2, batch_size=4, utility_policy="none")
+    batches = _release(run, params)
+    rows = pd.read_parquet(run.path("dis_record_chunks.parquet"))
+    chunk = rows[(rows["cluster_id"] == 0) & (rows["chunk_id"] == 0)]
+    code = chunk["code"].value_counts().index[0]  # on >= k subrecords of cluster 0's chunk
+    drop = chunk.index[chunk["code"] == code][1:]  # keep it on one subrecord only
+    rows.drop(index=drop).to_parquet(run.path("dis_record_chunks.parquet"), index=False)
+    for b in batches:
+        dis.verify_batch(run, params, b)
+    verdict, = dis.verify(run, params)
+    assert not verdict["ok"]
+    assert verdict["violations"] == [(f"batch 0 window 0 (clusters 0..1): code {code!r} is in "
+                                      "no item chunk but its released support 7 differs from "
+                                      "its input support 9")]
+
+
+def test_validate_gathers_the_verifier_tasks_and_needs_the_policy_verdict():
+    from deid import steps
+
+    run = _fresh("r7")
+    _claims(run, 90, seed=10)
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    params.update(k=3, m=2, refine_window=2, batch_size=4, utility_policy="none")
+    steps.privacy_policy(run, 3, "all-visits")
+    _release(run, params)
+    with pytest.raises(steps.ValidationFailed, match="no verify_policy verdict"):
+        steps.validate(run, "disassociation", params, {})
+    assert steps.verify_policy(run)["ok"]
+    out = steps.validate(run, "disassociation", params, {})
+    assert out["verdicts"] == {"ppe-policy": True,
+                               "k^m-anonymity (Guarantee 1) of a disassociated release": True}

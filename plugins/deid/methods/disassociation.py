@@ -36,8 +36,9 @@ PARAMS = {
                    "description": "HORPART clusters per VERPART/refining task (rounded up to "
                    "whole refine windows). The release does not depend on it."},
 }
-STEPS = ("plan", "disassociate", "combine", "measure")
-MAPPED = {"disassociate": "plan"}  # one task per batch the plan step returns
+STEPS = ("plan", "disassociate", "combine", "verify_batch", "measure")
+MAPPED = {"disassociate": "plan", "verify_batch": "plan"}  # one task per batch of the plan
+AFTER = {"measure": "combine"}  # measuring and verifying the batches run side by side
 BLOCKS = ("clusters", "record_chunks", "item_chunks", "shared_chunks", "shared_chunk_clusters")
 TABLE_TYPES = {"code": "string"}  # every other column is an int64 id or size
 ID_COLUMNS = {"record_chunks": ("cluster_id", "chunk_id", "subrecord_id"),
@@ -188,39 +189,96 @@ def measure(run, params) -> dict:
     return out
 
 
+def verify_batch(run, params, batch) -> dict:
+    """Guarantee 1 on one batch's part of the release tables (what is
+    loaded), refine window by refine window, against the batch's staged
+    claims; the verdict to ``dis_verdict.b<i>``, for ``verify``.  A
+    release with no cluster is verified whole by ``verify``."""
+    from anonymizers.verify.disassociation_tables import verify_batches
+
+    i = batch["index"]
+    info = run.read_json("dis_batches.json")
+    lo, hi = info["ranges"][i]
+    windows = _windows(run, i, lo, hi, params["refine_window"])
+    checked, bad = 0, []
+    if info["n_clusters"]:
+        table = _table_path(run)
+        checked, bad = verify_batches(
+            ((f"batch {i} window {j}", w) for j, w in enumerate(windows)),
+            pd.read_parquet(table("clusters")), pd.read_parquet(table("shared_chunk_clusters")),
+            _records_of(run), _chunk_rows(run), _shared_rows(run), params["k"], params["m"])
+    run.write_json(f"dis_verdict.b{i}.json", {"windows": [[a, b] for a, b, _ in windows],
+                                              "checked": checked, "violations": bad})
+    return {"index": i, "checked": checked, "violations": len(bad)}
+
+
 def verify(run, params) -> list[dict]:
-    """Guarantee 1 on the release tables (what is loaded), refine window by
-    refine window against the staged claims; the windows' claimed records
-    are checked too."""
+    """Guarantee 1 on the release tables: the split into refine windows is
+    checked here (whole clusters and shared chunks, every patient once, and
+    the rows no window reads), each batch's windows by its ``verify_batch``
+    task, whose verdict must be there and be about the same windows."""
+    from anonymizers.verify.disassociation import PROPERTY
     from anonymizers.verify.disassociation_tables import (
-        TableIndex,
+        check_split,
         verify_disassociation_tables,
     )
+    from anonymizers.verify.verdict import Verdict
 
     ranges = run.read_json("dis_batches.json")["ranges"]
-    claim = [part for i, (lo, hi) in enumerate(ranges)
-             for part in _windows(run, i, lo, hi, params["refine_window"])]
-    claims, table = run.path("claims.parquet"), lambda b: run.path(f"dis_{b}.parquet")
-    index = TableIndex(
+    windows = [_windows(run, i, lo, hi, params["refine_window"])
+               for i, (lo, hi) in enumerate(ranges)]
+    claim = [w for part in windows for w in part]
+    patients, index = pio.distinct(run.path("claims.parquet"), "patient_id"), _table_index(run)
+    if not len(index.clusters):  # nothing released (fewer than k records): check it whole
+        return [verify_disassociation_tables(claim, patients, index, _records_of(run),
+                                             _chunk_rows(run), _shared_rows(run),
+                                             k=params["k"], m=params["m"]).as_dict()]
+    bad = check_split(claim, patients, index)
+    checked = 0
+    for i, part in enumerate(windows):
+        path = run.path(f"dis_verdict.b{i}.json")
+        if not path.exists():
+            bad.append(f"batch {i}: no verdict (its verify_batch task did not run)")
+            continue
+        doc = run.read_json(path.name)
+        if doc["windows"] != [[a, b] for a, b, _ in part]:
+            bad.append(f"batch {i}: verified windows {doc['windows']}, the split has others")
+        checked += doc["checked"]
+        bad += doc["violations"]
+    return [Verdict.from_violations(PROPERTY, checked, bad).as_dict()]
+
+
+def _table_path(run):
+    return lambda b: run.path(f"dis_{b}.parquet")
+
+
+def _table_index(run):
+    from anonymizers.verify.disassociation_tables import TableIndex
+
+    table = _table_path(run)
+    return TableIndex(
         pd.read_parquet(table("clusters")), pd.read_parquet(table("shared_chunk_clusters")),
         {b: pio.min_max(table(b), "cluster_id") for b in ("record_chunks", "item_chunks")},
         pio.distinct(table("shared_chunks"), "shared_id"),
         {f"{b}.{c}": pio.null_count(table(b), c) for b, cols in ID_COLUMNS.items() for c in cols})
 
+
+def _records_of(run):
+    """``records(patients)``: their distinct staged (patient, code) rows."""
     def records(patients):
-        return pio.rows_of(claims, "patient_id", patients, ["patient_id", "code"]) \
-            .drop_duplicates(ignore_index=True)
+        return pio.rows_of(run.path("claims.parquet"), "patient_id", patients,
+                           ["patient_id", "code"]).drop_duplicates(ignore_index=True)
+    return records
 
-    def tables(lo, hi):
-        return {b: pio.rows_between(table(b), "cluster_id", lo, hi)
-                for b in ("record_chunks", "item_chunks")}
 
-    def shared(ids):
-        return pio.rows_of(table("shared_chunks"), "shared_id", ids)
+def _chunk_rows(run):
+    table = _table_path(run)
+    return lambda lo, hi: {b: pio.rows_between(table(b), "cluster_id", lo, hi)
+                           for b in ("record_chunks", "item_chunks")}
 
-    return [verify_disassociation_tables(claim, pio.distinct(claims, "patient_id"), index,
-                                         records, tables, shared, k=params["k"],
-                                         m=params["m"]).as_dict()]
+
+def _shared_rows(run):
+    return lambda ids: pio.rows_of(_table_path(run)("shared_chunks"), "shared_id", ids)
 
 
 def _windows(run, i: int, lo: int, hi: int, window: int) -> list[tuple]:
