@@ -114,6 +114,7 @@ def scale_summary(by_name: dict) -> list[str]:
            "task instances (mapped stages: all batches), from Airflow's task records; memory is "
            "the largest resident set of one task process (with its children).", ""]
     out += _growth(runs)
+    out += _memory(runs)
     one, two = (by_name.get(result_name("disassociation", 113_000, p)) for p in (1, 2))
     if one and two:
         out += _speedup(one["figures"], two["figures"], PARTITIONED)
@@ -151,6 +152,25 @@ def _growth(runs: dict) -> list[str]:
                    f"{_fmt((f.get('extract') or {}).get('ratio_to_plain_copy'))}, load/plain "
                    f"COPY {_fmt((f.get('load') or {}).get('ratio_to_plain_copy'))}")
     return out + [""]
+
+
+def _memory(runs: dict) -> list[str]:
+    """Each stage's largest task at each size: a mapped stage's task holds one
+    batch, so it should stop growing once the batches are full."""
+    present = [label for label, _ in SIZES if runs.get(label)]
+    stages = {label: runs[label]["figures"]["stages"] for label in present}
+    names = sorted({s for label in present for s in stages[label]},
+                   key=lambda s: -(stages[present[-1]].get(s, {}).get("peak_mb") or 0))
+    out = ["| stage | tasks at " + present[-1] + " | "
+           + " | ".join(f"{label} MB" for label in present) + " |",
+           "|---" * (len(present) + 2) + "|"]
+    for name in names:
+        tasks = stages[present[-1]].get(name, {}).get("instances")
+        out.append(f"| {name} | {_fmt(tasks)} | " + " | ".join(
+            _fmt(stages[label].get(name, {}).get("peak_mb")) for label in present) + " |")
+    return out + ["", "MB: the largest resident set of one of the stage's task processes, "
+                  "Airflow's task runner included (a task that does nothing, such as "
+                  "choose_method, holds about 240 MB).", ""]
 
 
 def _identical(*figures: dict) -> bool:

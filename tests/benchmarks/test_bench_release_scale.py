@@ -49,9 +49,10 @@ def test_stages_span_mapped_instances_and_keep_the_largest_peak():
     assert out["extract"]["service_cpu_seconds"] == {"postgres": 0.0, "scheduler": 0.0}
 
 
-def _record(stage_secs, wall, fingerprint):
+def _record(stage_secs, wall, fingerprint, peaks=None):
     return {"figures": {"run_wall_seconds": wall, "max_task_peak_mb": 900,
-                        "stages": {k: {"span_seconds": v, "instances": 6}
+                        "stages": {k: {"span_seconds": v, "instances": 6,
+                                       "peak_mb": (peaks or {}).get(k)}
                                    for k, v in stage_secs.items()},
                         "extract": {"ratio_to_plain_copy": 0.9},
                         "load": {"ratio_to_plain_copy": 1.0},
@@ -74,6 +75,17 @@ def test_summary_reports_growth_speedup_and_identity():
     text = "\n".join(run_all.scale_summary(by_name))
     assert "| hhp_search (6 tasks) | 80 | 50 | 1.6 |" in text
     assert text.count("release identical: **yes**") == 1  # HHP; disassociation differs now
+
+
+def test_memory_table_lists_each_stage_by_size_largest_first():
+    by_name = {"release_scale_10k_p2": _record({"screen": 5.0, "extract": 4.0}, 60, "x",
+                                               {"screen": 400, "extract": 300}),
+               "release_scale_113k_p2": _record({"screen": 30.0, "extract": 40.0}, 300, "f",
+                                                {"screen": 410, "extract": 700})}
+    lines = run_all.scale_summary(by_name)
+    head = lines.index("| stage | tasks at 113k | 10k MB | 113k MB |")
+    assert lines[head + 2:head + 4] == ["| extract | 6 | 300 | 700 |",
+                                        "| screen | 6 | 400 | 410 |"]
 
 
 def test_cpu_table_shows_task_cpu_and_cores_per_round():
