@@ -8,6 +8,9 @@ Each method module defines:
   MAPPED            optional {step: source step}: the step runs once per item
                     of the list of batches the source step returned, as
                     fn(run, params, batch) (a mapped task in the DAG)
+  AFTER             optional {step: earlier step}: the step waits for that step
+                    instead of the one before it; validate waits for every
+                    step no other step waits for
   verify(run, params) -> list of verdict dicts (the independent verifiers)
   gates(run, params, claims) -> list of (table, frame, expectations)
   release_tables(run, params, token_key) -> {block: frame}  (sql/release_tables.sql blocks)
