@@ -5,8 +5,8 @@ task holds more than its own batch plus small indexes).
   per ``append``, with fixed column types so that an empty batch does not
   change a file's schema;
 - ``rows_between`` / ``rows_of`` read the rows of one batch, by an id range
-  or an id set, through Arrow's filtered scan (row groups whose statistics
-  exclude the batch are skipped; the others are filtered as they are read);
+  or an id set (row groups whose statistics exclude the batch are skipped;
+  the others are decoded a slice at a time and filtered);
 - ``row_groups`` yields a file one row group at a time;
 - ``distinct`` is the sorted distinct values of one column, reduced row group
   by row group (a small index: codes, patient ids);
@@ -57,7 +57,7 @@ def rows_between(path: Path, column: str, lo, hi=None,
                  columns: list[str] | None = None) -> pd.DataFrame:
     """Rows with ``lo <= column < hi`` (no upper bound when ``hi`` is None)."""
     field = ds.field(column)
-    return _scan(path, (field >= lo) & (field < hi) if hi is not None else field >= lo,
+    return _scan(path, column, (field >= lo) & (field < hi) if hi is not None else field >= lo,
                  columns)
 
 
@@ -65,12 +65,27 @@ def rows_of(path: Path, column: str, values, columns: list[str] | None = None) -
     """Rows whose ``column`` is one of ``values``."""
     values = pa.array(np.asarray(values, dtype=object) if len(values) else [],
                       type=pq.read_schema(path).field(column).type)
-    return _scan(path, pc.is_in(ds.field(column), value_set=values), columns)
+    return _scan(path, column, pc.is_in(ds.field(column), value_set=values), columns)
 
 
-def _scan(path: Path, expression, columns=None) -> pd.DataFrame:
-    table = ds.dataset(path, format="parquet").to_table(filter=expression, columns=columns)
-    return table.to_pandas()
+SCAN_ROWS = 65_536  # rows decoded at a time by _scan
+
+
+def _scan(path: Path, column: str, expression, columns=None) -> pd.DataFrame:
+    """The rows ``expression`` (over ``column``) keeps, in file order.  Arrow's
+    dataset layer picks the row groups whose statistics may match; they are
+    then decoded ``SCAN_ROWS`` rows at a time and filtered, so that memory
+    holds the matching rows and one slice (a whole-file filtered scan held
+    about 150 MB more at 113,000 members, the decoded row groups it reads ahead)."""
+    f = pq.ParquetFile(path)
+    names = columns or f.schema_arrow.names
+    fragment = next(iter(ds.dataset(path, format="parquet").get_fragments()), None)
+    groups = [g.id for g in fragment.subset(expression).row_groups] if fragment else []
+    read = names if column in names else [*names, column]
+    parts = [b.filter(expression).select(names) for b in
+             f.iter_batches(SCAN_ROWS, row_groups=groups, columns=read)] if groups else []
+    return pa.Table.from_batches(parts, f.schema_arrow.empty_table().select(names).schema) \
+        .to_pandas()
 
 
 def row_groups(path: Path, columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
