@@ -154,3 +154,20 @@ def test_batched_extraction_names_the_row_of_an_empty_code():
     bad.loc[bad.index[2], "code"] = None
     with pytest.raises(InputError, match="row 3, field 'code'"):
         extract_policy_batches([bad.iloc[:2], bad.iloc[2:]], PPEConfig(2, "all-visits"))
+
+
+@given(st.lists(st.frozensets(st.sampled_from(CODES), min_size=1, max_size=6), max_size=15,
+                unique=True),
+       st.frozensets(st.sampled_from(CODES + ["absent"]), max_size=4))
+def test_the_verifiers_code_index_finds_exactly_the_holding_constraints(cons, codes):
+    """The verifier's index (each code's constraints as a sorted array) against
+    a brute-force scan, for any code set, and for each constraint itself."""
+    from anonymizers.verify.ppe import _by_code, _holders, _key
+
+    keys = [_key(c) for c in cons]
+    index = _by_code(keys)
+    brute = [j for j, c in enumerate(cons) if codes and codes <= c]
+    assert _holders(index, sorted(codes)).tolist() == brute
+    for j, c in enumerate(cons):
+        assert _holders(index, keys[j], alone=j).tolist() == \
+            [i for i, d in enumerate(cons) if c <= d]
