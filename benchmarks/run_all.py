@@ -166,11 +166,13 @@ def _memory(runs: dict) -> list[str]:
            "|---" * (len(present) + 2) + "|"]
     for name in names:
         tasks = stages[present[-1]].get(name, {}).get("instances")
-        out.append(f"| {name} | {_fmt(tasks)} | " + " | ".join(
-            _fmt(stages[label].get(name, {}).get("peak_mb")) for label in present) + " |")
+        out.append(f"| {name} | {_fmt(tasks or 'n/a')} | " + " | ".join(
+            _fmt(stages[label].get(name, {}).get("peak_mb") or "n/a") for label in present)
+            + " |")
     return out + ["", "MB: the largest resident set of one of the stage's task processes, "
                   "Airflow's task runner included (a task that does nothing, such as "
-                  "choose_method, holds about 240 MB).", ""]
+                  "choose_method, holds about 240 MB); n/a: the task ended between two "
+                  "samples.", ""]
 
 
 def _identical(*figures: dict) -> bool:

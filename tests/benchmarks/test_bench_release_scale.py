@@ -82,10 +82,13 @@ def test_memory_table_lists_each_stage_by_size_largest_first():
                                                {"screen": 400, "extract": 300}),
                "release_scale_113k_p2": _record({"screen": 30.0, "extract": 40.0}, 300, "f",
                                                 {"screen": 410, "extract": 700})}
+    by_name["release_scale_10k_p2"]["figures"]["stages"]["load"] = {"span_seconds": 1,
+                                                                     "peak_mb": 0}
     lines = run_all.scale_summary(by_name)
     head = lines.index("| stage | tasks at 113k | 10k MB | 113k MB |")
-    assert lines[head + 2:head + 4] == ["| extract | 6 | 300 | 700 |",
-                                        "| screen | 6 | 400 | 410 |"]
+    assert lines[head + 2:head + 5] == ["| extract | 6 | 300 | 700 |",
+                                        "| screen | 6 | 400 | 410 |",
+                                        "| load | n/a | n/a | n/a |"]
 
 
 def test_cpu_table_shows_task_cpu_and_cores_per_round():
