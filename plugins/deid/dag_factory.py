@@ -186,6 +186,7 @@ def _method_chain(release_name: str, method: str, module) -> tuple:
     first task and the tasks no other step waits for."""
     mapped, after = getattr(module, "MAPPED", {}), getattr(module, "AFTER", {})
     outputs: dict = {}
+    waited_on: set[str] = set()
     for n, step in enumerate(module.STEPS):
         source = mapped.get(step)
         if source is None:
@@ -194,8 +195,9 @@ def _method_chain(release_name: str, method: str, module) -> tuple:
             outputs[step] = _method_task(release_name, method, step).expand(
                 batch=outputs[source])
         if n:
-            outputs[after.get(step, module.STEPS[n - 1])] >> outputs[step]
-    waited_on = {after.get(s, module.STEPS[n - 1]) for n, s in enumerate(module.STEPS) if n}
+            up = after.get(step, module.STEPS[n - 1])
+            outputs[up] >> outputs[step]
+            waited_on.add(up)
     return outputs[module.STEPS[0]], [outputs[s] for s in module.STEPS if s not in waited_on]
 
 

@@ -278,7 +278,8 @@ def _chunk_rows(run):
 
 
 def _shared_rows(run):
-    return lambda ids: pio.rows_of(_table_path(run)("shared_chunks"), "shared_id", ids)
+    path = _table_path(run)("shared_chunks")
+    return lambda ids: pio.rows_of(path, "shared_id", ids)
 
 
 def _windows(run, i: int, lo: int, hi: int, window: int) -> list[tuple]:
