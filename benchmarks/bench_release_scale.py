@@ -31,6 +31,7 @@ release instead (its lattice search mapped over the lattice's parts).
 from __future__ import annotations
 
 import argparse
+import bisect
 import hashlib
 import json
 import os
@@ -337,12 +338,34 @@ def _seconds(a: str, b: str) -> float:
     return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
 
 
-def stages(tis: list, sampler) -> dict:
+def handoff_gaps(spans: list[tuple[float, float]], slots: int) -> list[float]:
+    """Seconds from the end of one of a stage's task instances to the start
+    of the instance that took its worker slot, for every instance after the
+    first ``slots`` (start order; each takes the slot that freed first).
+
+    Airflow records a task's end when the task reports its state, before its
+    process has exited, so a gap holds the supervisor noticing the exit, the
+    executor handing the slot on and the next task's start-up: about 0.05 s,
+    or a second more when the supervisor misses the exit (it then waits for
+    its next heartbeat, ``[workers] min_heartbeat_interval``)."""
+    spans = sorted(spans)
+    free = sorted(end for _, end in spans[:slots])
+    gaps = []
+    for start, end in spans[slots:]:
+        gaps.append(round(start - free.pop(0), 2))
+        bisect.insort(free, end)
+    return gaps
+
+
+def stages(tis: list, sampler, slots: int = 1) -> dict:
     """Per task id: instances, summed and spanned seconds, peak memory, the
-    tasks' CPU seconds and the services' CPU seconds during the span."""
+    tasks' CPU seconds, the services' CPU seconds during the span and, for a
+    stage of more instances than ``slots`` (the parallelism), the hand-off
+    gaps (``handoff_gaps``)."""
     from datetime import datetime
 
     out: dict = {}
+    spans: dict = {}
     for ti in tis:
         if not ti.get("start_date") or not ti.get("end_date") or ti["state"] == "skipped":
             continue
@@ -354,8 +377,13 @@ def stages(tis: list, sampler) -> dict:
         s["task_cpu_seconds"] += sampler.cpu.get(ti["id"], 0.0)
         s["start"], s["end"] = min(s["start"], ti["start_date"]), max(s["end"], ti["end_date"])
         s["peak_mb"] = max(s["peak_mb"], sampler.peak.get(ti["id"], 0) / 2**20)
-    for s in out.values():
+        spans.setdefault(ti["task_id"], []).append(
+            tuple(datetime.fromisoformat(ti[k]).timestamp() for k in ("start_date", "end_date")))
+    for task, s in out.items():
+        if s["instances"] > slots:
+            s["handoff_gaps"] = handoff_gaps(spans[task], slots)
         start, end = (datetime.fromisoformat(s.pop(k)).timestamp() for k in ("start", "end"))
+        s["first_start"], s["last_end"] = round(start, 2), round(end, 2)  # epoch seconds
         s["span_seconds"] = round(end - start, 1)
         s["service_cpu_seconds"] = sampler.services_between(start, end)
         s["task_seconds"] = round(s["task_seconds"], 1)
@@ -394,7 +422,7 @@ def measure(spec: Spec, members: int, parallelism: int, conf: dict, seed: int) -
     run = result["run"]
     figures = {"warehouse": warehouse, "run_state": run["state"],
                "run_wall_seconds": round(_seconds(run["start_date"], run["end_date"]), 1),
-               "stages": stages(result["tis"], result["sampler"])}
+               "stages": stages(result["tis"], result["sampler"], parallelism)}
     figures["max_task_peak_mb"] = max(s["peak_mb"] for s in figures["stages"].values())
     if run["state"] != "success":
         return figures

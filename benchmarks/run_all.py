@@ -100,6 +100,8 @@ def collect() -> Path:
 
 
 PARTITIONED = ("screen", "disassociation_disassociate")
+# mapped stages that share the workers with another stage, and that stage
+SIDE_BY_SIDE = {"disassociation_verify_batch": "disassociation_measure"}
 HHP_PARTITIONED = ("hhp_search",)
 SIZES = (("10k", 10_000), ("30k", 30_000), ("113k", 113_000))
 
@@ -118,8 +120,10 @@ def scale_summary(by_name: dict) -> list[str]:
     one, two = (by_name.get(result_name("disassociation", 113_000, p)) for p in (1, 2))
     if one and two:
         out += _speedup(one["figures"], two["figures"], PARTITIONED)
+        out += _side_by_side(one["figures"], two["figures"])
         out += _rounds(by_name, PARTITIONED)
         out += _cpu(by_name, PARTITIONED)
+        out += _handoffs(by_name, PARTITIONED)
     one, two = (by_name.get(result_name("hhp", 113_000, p)) for p in (1, 2))
     if one and two:
         out += ["### HHP claims release at 113k: the lattice search mapped over its parts", ""]
@@ -201,6 +205,34 @@ def _speedup(one: dict, two: dict, partitioned: tuple[str, ...]) -> list[str]:
     return out
 
 
+def _side_by_side(one: dict, two: dict) -> list[str]:
+    """A mapped stage that shares the workers with another stage: its own span,
+    and the span of both together (first start to last end), at parallelism 1
+    and 2; nothing for runs without stage start and end times."""
+    rows = []
+    for stage, other in SIDE_BY_SIDE.items():
+        a, b, up = _spans(one, two, stage)
+        both = [_joint_span(f["stages"], (stage, other)) for f in (one, two)]
+        if up is None or None in both:
+            continue
+        rows += [f"| {stage} alone | {_fmt(a)} | {_fmt(b)} | {_fmt(up)} |",
+                 f"| {stage} and {other} | {_fmt(both[0])} | {_fmt(both[1])} | "
+                 f"{_fmt(both[0] / both[1])} |"]
+    if not rows:
+        return []
+    return ["| mapped stage beside another at 113k | parallelism 1 s | parallelism 2 s | "
+            "speed-up |", "|---|---|---|---|", *rows, "",
+            "At parallelism 2 the other stage holds one worker for part of the mapped "
+            "stage's span; together they show what the second worker bought.", ""]
+
+
+def _joint_span(stages: dict, names: tuple[str, ...]) -> float | None:
+    found = [stages.get(n, {}) for n in names]
+    if not all("first_start" in s for s in found):
+        return None
+    return round(max(s["last_end"] for s in found) - min(s["first_start"] for s in found), 1)
+
+
 def _rounds(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
     """Every paired round at 113k (round 1 is the table above) and the median
     speed-up of each partitioned stage over the rounds that both succeeded;
@@ -262,6 +294,37 @@ def _cpu(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
             "it falls below 2 when the same work costs more CPU-seconds run two at a time, "
             "or when the tasks get fewer than two cores.")
     return [head, "|---|---|---|---|---|", *rows, "", note, ""]
+
+
+LATE_HANDOFF = 0.5  # seconds; a hand-off takes about 0.05 s when the supervisor sees the exit
+
+
+def _handoffs(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
+    """How often, in each paired round, a partitioned stage's next task
+    started late after one ended (``bench_release_scale.handoff_gaps``), and
+    the seconds those late hand-offs took; nothing for runs without gaps."""
+    rows = []
+    for r in range(1, SPEEDUP_ROUNDS + 1):
+        pair = [by_name.get(result_name("disassociation", 113_000, p, r)) for p in (1, 2)]
+        for stage in partitioned if all(pair) else ():
+            gaps = [rec["figures"]["stages"].get(stage, {}).get("handoff_gaps")
+                    for rec in pair]
+            if all(g is not None for g in gaps):
+                rows.append(f"| {r} | {stage} | " + " | ".join(_late(g) for g in gaps) + " |")
+    if not rows:
+        return []
+    note = (f"A late hand-off: the next task started more than {LATE_HANDOFF} s after the "
+            "task whose worker slot it took had reported its end (usually 0.05-0.3 s). The "
+            "late ones take about a second more: the task supervisor missed the process's "
+            "exit and waited for its next heartbeat (`[workers] min_heartbeat_interval`, 1 s "
+            "here). At parallelism 2 a late hand-off idles one of the two slots.")
+    return ["| round | partitioned stage | p1: late hand-offs, their seconds | "
+            "p2: late hand-offs, their seconds |", "|---|---|---|---|", *rows, "", note, ""]
+
+
+def _late(gaps: list[float]) -> str:
+    late = [g for g in gaps if g > LATE_HANDOFF]
+    return f"{len(late)} of {len(gaps)}, {_fmt(round(sum(late), 2))}"
 
 
 def _cpu_cells(stage: dict) -> str:

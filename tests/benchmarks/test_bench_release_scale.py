@@ -10,6 +10,7 @@ import pytest
 from benchmarks import run_all
 from benchmarks.bench_release_scale import (
     TaskSampler,
+    handoff_gaps,
     metadata_url,
     result_name,
     stages,
@@ -40,13 +41,30 @@ class _Sampler:
 def test_stages_span_mapped_instances_and_keep_the_largest_peak():
     tis = [_ti("a", "screen", 0, 10, map_index=0), _ti("b", "screen", 2, 14, map_index=1),
            _ti("c", "extract", 20, 25), _ti("d", "hhp_release", 0, 0, state="skipped")]
-    out = stages(tis, _Sampler())
+    out = stages(tis, _Sampler(), 2)
     assert out["screen"] == {"instances": 2, "task_seconds": 22.0, "peak_mb": 300,
                              "span_seconds": 14.0, "task_cpu_seconds": 19.5,
+                             "first_start": T0, "last_end": T0 + 14,
                              # samples at or before 00:00:00 (none) and 00:00:14 (T0 + 9)
                              "service_cpu_seconds": {"postgres": 0.5, "scheduler": 2.5}}
     assert out["extract"]["peak_mb"] == 0 and "hhp_release" not in out
     assert out["extract"]["service_cpu_seconds"] == {"postgres": 0.0, "scheduler": 0.0}
+
+
+def test_handoff_gaps_time_each_start_from_the_slot_that_freed_first():
+    # two slots: c takes the slot freed at 4, d the one freed at 5 (c's ends at 9)
+    assert handoff_gaps([(0, 4), (0, 5), (4.05, 9), (6, 7)], 2) == [0.05, 1.0]
+    assert handoff_gaps([(2, 3), (0, 1)], 1) == [1.0]  # start order, not list order
+    assert handoff_gaps([(0, 1)], 2) == []
+
+
+def test_stages_record_handoff_gaps_only_beyond_the_first_wave():
+    tis = [_ti("a", "screen", 0, 3, map_index=0), _ti("b", "screen", 4, 6, map_index=1),
+           _ti("c", "extract", 7, 9)]
+    out = stages(tis, _Sampler(), 1)
+    assert out["screen"]["handoff_gaps"] == [1.0]
+    assert "handoff_gaps" not in out["extract"]
+    assert "handoff_gaps" not in stages(tis, _Sampler(), 2)["screen"]
 
 
 def _record(stage_secs, wall, fingerprint, peaks=None):
@@ -110,6 +128,41 @@ def test_cpu_table_shows_task_cpu_and_cores_per_round():
     del by_name["release_scale_113k_p2"]["figures"]["stages"]["screen"]["task_cpu_seconds"]
     assert "| screen |" not in "\n".join(run_all._cpu(by_name, run_all.PARTITIONED))
     assert run_all._cpu({}, run_all.PARTITIONED) == []
+
+
+def test_side_by_side_stages_report_their_own_and_joint_speedup():
+    def record(verify, measure):
+        rec = _record({}, 100, "f")
+        rec["figures"]["stages"] = {
+            "disassociation_verify_batch": {"span_seconds": verify[1] - verify[0],
+                                            "first_start": verify[0], "last_end": verify[1]},
+            "disassociation_measure": {"span_seconds": measure[1] - measure[0],
+                                       "first_start": measure[0], "last_end": measure[1]}}
+        return rec["figures"]
+
+    one, two = record((110.0, 136.0), (100.0, 109.0)), record((100.0, 120.0), (100.0, 110.0))
+    text = "\n".join(run_all._side_by_side(one, two))
+    assert "| disassociation_verify_batch alone | 26 | 20 | 1.3 |" in text
+    assert "| disassociation_verify_batch and disassociation_measure | 36 | 20 | 1.8 |" in text
+    del two["stages"]["disassociation_measure"]["first_start"]
+    assert run_all._side_by_side(one, two) == []
+
+
+def test_handoff_table_counts_late_handoffs_per_round():
+    def record(screen_gaps, dis_gaps):
+        rec = _record({}, 100, "f")
+        rec["figures"]["stages"] = {"screen": {"handoff_gaps": screen_gaps},
+                                    "disassociation_disassociate": {"handoff_gaps": dis_gaps}}
+        return rec
+
+    by_name = {"release_scale_113k_p1": record([0.04, 1.02, 0.05], [0.1] * 5),
+               "release_scale_113k_p2": record([1.1, 0.9, 0.2, 0.5], [0.05] * 4)}
+    text = "\n".join(run_all._handoffs(by_name, run_all.PARTITIONED))
+    assert "| 1 | screen | 1 of 3, 1.02 | 2 of 4, 2 |" in text
+    assert "| 1 | disassociation_disassociate | 0 of 5, 0 | 0 of 4, 0 |" in text
+    del by_name["release_scale_113k_p2"]["figures"]["stages"]["screen"]["handoff_gaps"]
+    assert "| screen |" not in "\n".join(run_all._handoffs(by_name, run_all.PARTITIONED))
+    assert run_all._handoffs({}, run_all.PARTITIONED) == []
 
 
 @pytest.mark.warehouse
