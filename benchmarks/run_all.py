@@ -313,18 +313,20 @@ def _handoffs(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
                 rows.append(f"| {r} | {stage} | " + " | ".join(_late(g) for g in gaps) + " |")
     if not rows:
         return []
-    note = (f"A late hand-off: the next task started more than {LATE_HANDOFF} s after the "
-            "task whose worker slot it took had reported its end (usually 0.05-0.3 s). The "
-            "late ones take about a second more: the task supervisor missed the process's "
-            "exit and waited for its next heartbeat (`[workers] min_heartbeat_interval`, 1 s "
-            "here). At parallelism 2 a late hand-off idles one of the two slots.")
-    return ["| round | partitioned stage | p1: late hand-offs, their seconds | "
-            "p2: late hand-offs, their seconds |", "|---|---|---|---|", *rows, "", note, ""]
+    note = ("A hand-off: from a task's reported end to the start of the task that took its "
+            "worker slot (the supervisor noticing the exit, the worker forking the next task, "
+            f"its start-up). A late one took more than {LATE_HANDOFF} s, mostly about a "
+            "second: the task supervisor missed the process's exit and waited for its next "
+            "heartbeat (`[workers] min_heartbeat_interval`, 1 s here). At parallelism 2 every "
+            "hand-off competes for the cores with the task still running in the other slot.")
+    return ["| round | partitioned stage | p1: late hand-offs, their s, all hand-offs s | "
+            "p2: late hand-offs, their s, all hand-offs s |", "|---|---|---|---|", *rows, "",
+            note, ""]
 
 
 def _late(gaps: list[float]) -> str:
     late = [g for g in gaps if g > LATE_HANDOFF]
-    return f"{len(late)} of {len(gaps)}, {_fmt(round(sum(late), 2))}"
+    return f"{len(late)} of {len(gaps)}, {_fmt(round(sum(late), 2))}, {_fmt(round(sum(gaps), 2))}"
 
 
 def _cpu_cells(stage: dict) -> str:

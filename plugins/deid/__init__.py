@@ -3,13 +3,18 @@ load and audit.  DAG files call the functions in ``deid.steps``."""
 
 import pyarrow as _pa
 
-# Arrow's default allocator, mimalloc, keeps what the Parquet reader's threads
-# allocated: reading one screening range (a 44 MB table) left 134 MB resident
-# and the screening step peaked at 525 MB; with jemalloc, 68 MB and 449 MB.
-# The C library's allocator matched jemalloc there but held 657 MB instead of
-# 451 MB in the threaded CSV extract.  Every task process imports this package
-# (DAG parse) before it allocates an Arrow buffer.
+# Arrow's default allocator, mimalloc, keeps what the Parquet and CSV readers'
+# threads allocated.  jemalloc handing freed pages back at once (decay 0)
+# holds the least; measured under Airflow at 113,000 members (parallelism 2):
+# the disassociation release's largest task 696 -> 629 MB, the extract
+# 537 -> 419 MB, a screening task 639 -> 484 MB, the HHP release's
+# hhp_prepare 1,165 -> 1,083 MB.  The price is the time spent handing pages
+# back: that disassociation run took 94 s against 84 s.  With pyarrow's
+# default decay, jemalloc kept more than mimalloc in the threaded CSV reads
+# (hhp_prepare 1,640 MB).  Every task process imports this package (DAG
+# parse) before it allocates an Arrow buffer.
 try:
     _pa.set_memory_pool(_pa.jemalloc_memory_pool())
+    _pa.jemalloc_set_decay_ms(0)
 except NotImplementedError:  # a pyarrow build without jemalloc keeps its default
     pass

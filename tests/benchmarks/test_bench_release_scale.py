@@ -158,8 +158,8 @@ def test_handoff_table_counts_late_handoffs_per_round():
     by_name = {"release_scale_113k_p1": record([0.04, 1.02, 0.05], [0.1] * 5),
                "release_scale_113k_p2": record([1.1, 0.9, 0.2, 0.5], [0.05] * 4)}
     text = "\n".join(run_all._handoffs(by_name, run_all.PARTITIONED))
-    assert "| 1 | screen | 1 of 3, 1.02 | 2 of 4, 2 |" in text
-    assert "| 1 | disassociation_disassociate | 0 of 5, 0 | 0 of 4, 0 |" in text
+    assert "| 1 | screen | 1 of 3, 1.02, 1.11 | 2 of 4, 2, 2.7 |" in text
+    assert "| 1 | disassociation_disassociate | 0 of 5, 0, 0.5 | 0 of 4, 0, 0.2 |" in text
     del by_name["release_scale_113k_p2"]["figures"]["stages"]["screen"]["handoff_gaps"]
     assert "| screen |" not in "\n".join(run_all._handoffs(by_name, run_all.PARTITIONED))
     assert run_all._handoffs({}, run_all.PARTITIONED) == []
