@@ -342,6 +342,8 @@ def handoff_gaps(spans: list[tuple[float, float]], slots: int) -> list[float]:
     """Seconds from the end of one of a stage's task instances to the start
     of the instance that took its worker slot, for every instance after the
     first ``slots`` (start order; each takes the slot that freed first).
+    Only for a stage that held the workers alone: a task of another stage
+    in a slot would make a gap of its running time (``stages`` checks).
 
     Airflow records a task's end when the task reports its state, before its
     process has exited, so a gap holds the supervisor noticing the exit, the
@@ -357,11 +359,19 @@ def handoff_gaps(spans: list[tuple[float, float]], slots: int) -> list[float]:
     return gaps
 
 
+def _overlapped(task: str, spans: dict) -> bool:
+    """Whether a task instance of another stage ran during ``task``'s span."""
+    start = min(a for a, _ in spans[task])
+    end = max(b for _, b in spans[task])
+    return any(a < end and b > start
+               for other, runs in spans.items() if other != task for a, b in runs)
+
+
 def stages(tis: list, sampler, slots: int = 1) -> dict:
     """Per task id: instances, summed and spanned seconds, peak memory, the
     tasks' CPU seconds, the services' CPU seconds during the span and, for a
-    stage of more instances than ``slots`` (the parallelism), the hand-off
-    gaps (``handoff_gaps``)."""
+    stage of more instances than ``slots`` (the parallelism) during whose
+    span no other stage's task ran, the hand-off gaps (``handoff_gaps``)."""
     from datetime import datetime
 
     out: dict = {}
@@ -380,7 +390,7 @@ def stages(tis: list, sampler, slots: int = 1) -> dict:
         spans.setdefault(ti["task_id"], []).append(
             tuple(datetime.fromisoformat(ti[k]).timestamp() for k in ("start_date", "end_date")))
     for task, s in out.items():
-        if s["instances"] > slots:
+        if s["instances"] > slots and not _overlapped(task, spans):
             s["handoff_gaps"] = handoff_gaps(spans[task], slots)
         start, end = (datetime.fromisoformat(s.pop(k)).timestamp() for k in ("start", "end"))
         s["first_start"], s["last_end"] = round(start, 2), round(end, 2)  # epoch seconds

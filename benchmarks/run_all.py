@@ -213,9 +213,9 @@ def _side_by_side(one: dict, two: dict) -> list[str]:
     for stage, other in SIDE_BY_SIDE.items():
         a, b, up = _spans(one, two, stage)
         both = [_joint_span(f["stages"], (stage, other)) for f in (one, two)]
-        if up is None or None in both:
+        if up is None or None in both or not both[1]:
             continue
-        rows += [f"| {stage} alone | {_fmt(a)} | {_fmt(b)} | {_fmt(up)} |",
+        rows += [f"| {stage}, its own span | {_fmt(a)} | {_fmt(b)} | {_fmt(up)} |",
                  f"| {stage} and {other} | {_fmt(both[0])} | {_fmt(both[1])} | "
                  f"{_fmt(both[0] / both[1])} |"]
     if not rows:

@@ -4,8 +4,10 @@ load and audit.  DAG files call the functions in ``deid.steps``."""
 import pyarrow as _pa
 
 # Arrow's default allocator, mimalloc, keeps what the Parquet and CSV readers'
-# threads allocated.  jemalloc handing freed pages back at once (decay 0)
-# holds the least; measured under Airflow at 113,000 members (parallelism 2):
+# threads allocated.  jemalloc with decay 0 for the arenas made after this call
+# (``jemalloc_set_decay_ms`` reaches only those: the reader threads' arenas;
+# the main thread's keeps Arrow's default decay) holds the least; measured under
+# Airflow at 113,000 members (parallelism 2):
 # the disassociation release's largest task 696 -> 629 MB, the extract
 # 537 -> 419 MB, a screening task 639 -> 484 MB, the HHP release's
 # hhp_prepare 1,165 -> 1,083 MB.  The price is the time spent handing pages

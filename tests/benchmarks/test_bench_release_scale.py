@@ -65,6 +65,9 @@ def test_stages_record_handoff_gaps_only_beyond_the_first_wave():
     assert out["screen"]["handoff_gaps"] == [1.0]
     assert "handoff_gaps" not in out["extract"]
     assert "handoff_gaps" not in stages(tis, _Sampler(), 2)["screen"]
+    # another stage's task in a slot during the span: its running time is no hand-off
+    tis.append(_ti("d", "measure", 2, 5))
+    assert "handoff_gaps" not in stages(tis, _Sampler(), 1)["screen"]
 
 
 def _record(stage_secs, wall, fingerprint, peaks=None):
@@ -142,7 +145,7 @@ def test_side_by_side_stages_report_their_own_and_joint_speedup():
 
     one, two = record((110.0, 136.0), (100.0, 109.0)), record((100.0, 120.0), (100.0, 110.0))
     text = "\n".join(run_all._side_by_side(one, two))
-    assert "| disassociation_verify_batch alone | 26 | 20 | 1.3 |" in text
+    assert "| disassociation_verify_batch, its own span | 26 | 20 | 1.3 |" in text
     assert "| disassociation_verify_batch and disassociation_measure | 36 | 20 | 1.8 |" in text
     del two["stages"]["disassociation_measure"]["first_start"]
     assert run_all._side_by_side(one, two) == []
