@@ -359,10 +359,8 @@ def handoff_gaps(spans: list[tuple[float, float]], slots: int) -> list[float]:
     return gaps
 
 
-def _overlapped(task: str, spans: dict) -> bool:
+def _overlapped(task: str, spans: dict, start: float, end: float) -> bool:
     """Whether a task instance of another stage ran during ``task``'s span."""
-    start = min(a for a, _ in spans[task])
-    end = max(b for _, b in spans[task])
     return any(a < end and b > start
                for other, runs in spans.items() if other != task for a, b in runs)
 
@@ -375,28 +373,26 @@ def stages(tis: list, sampler, slots: int = 1) -> dict:
     from datetime import datetime
 
     out: dict = {}
-    spans: dict = {}
+    spans: dict = {}  # task id -> (start, end) epoch seconds of each instance
     for ti in tis:
         if not ti.get("start_date") or not ti.get("end_date") or ti["state"] == "skipped":
             continue
-        s = out.setdefault(ti["task_id"], {"instances": 0, "task_seconds": 0.0,
-                                           "task_cpu_seconds": 0.0, "start": ti["start_date"],
-                                           "end": ti["end_date"], "peak_mb": 0.0})
+        s = out.setdefault(ti["task_id"], {"instances": 0, "task_cpu_seconds": 0.0,
+                                           "peak_mb": 0.0})
         s["instances"] += 1
-        s["task_seconds"] += _seconds(ti["start_date"], ti["end_date"])
         s["task_cpu_seconds"] += sampler.cpu.get(ti["id"], 0.0)
-        s["start"], s["end"] = min(s["start"], ti["start_date"]), max(s["end"], ti["end_date"])
         s["peak_mb"] = max(s["peak_mb"], sampler.peak.get(ti["id"], 0) / 2**20)
         spans.setdefault(ti["task_id"], []).append(
             tuple(datetime.fromisoformat(ti[k]).timestamp() for k in ("start_date", "end_date")))
     for task, s in out.items():
-        if s["instances"] > slots and not _overlapped(task, spans):
-            s["handoff_gaps"] = handoff_gaps(spans[task], slots)
-        start, end = (datetime.fromisoformat(s.pop(k)).timestamp() for k in ("start", "end"))
-        s["first_start"], s["last_end"] = round(start, 2), round(end, 2)  # epoch seconds
+        runs = spans[task]
+        start, end = min(a for a, _ in runs), max(b for _, b in runs)
+        if s["instances"] > slots and not _overlapped(task, spans, start, end):
+            s["handoff_gaps"] = handoff_gaps(runs, slots)
+        s["first_start"], s["last_end"] = round(start, 2), round(end, 2)
         s["span_seconds"] = round(end - start, 1)
         s["service_cpu_seconds"] = sampler.services_between(start, end)
-        s["task_seconds"] = round(s["task_seconds"], 1)
+        s["task_seconds"] = round(sum(b - a for a, b in runs), 1)
         s["task_cpu_seconds"] = round(s["task_cpu_seconds"], 1)
         s["peak_mb"] = round(s["peak_mb"])
     return dict(sorted(out.items(), key=lambda kv: kv[1]["span_seconds"], reverse=True))

@@ -233,12 +233,16 @@ def _joint_span(stages: dict, names: tuple[str, ...]) -> float | None:
     return round(max(s["last_end"] for s in found) - min(s["first_start"] for s in found), 1)
 
 
+def _round_pair(by_name: dict, r: int) -> list:
+    """Round ``r``'s 113k disassociation records at parallelism 1 and 2 (None if missing)."""
+    return [by_name.get(result_name("disassociation", 113_000, p, r)) for p in (1, 2)]
+
+
 def _rounds(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
     """Every paired round at 113k (round 1 is the table above) and the median
     speed-up of each partitioned stage over the rounds that both succeeded;
     nothing when fewer than two rounds have results."""
-    pairs = {r: [by_name.get(result_name("disassociation", 113_000, p, r)) for p in (1, 2)]
-             for r in range(1, SPEEDUP_ROUNDS + 1)}
+    pairs = {r: _round_pair(by_name, r) for r in range(1, SPEEDUP_ROUNDS + 1)}
     if sum(all(pair) for pair in pairs.values()) < 2:
         return []
     out = ["| round (p2 run date) | " + " | ".join(f"{s}: p1 s, p2 s, speed-up"
@@ -277,7 +281,7 @@ def _cpu(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
     for runs without CPU figures."""
     rows = []
     for r in range(1, SPEEDUP_ROUNDS + 1):
-        pair = [by_name.get(result_name("disassociation", 113_000, p, r)) for p in (1, 2)]
+        pair = _round_pair(by_name, r)
         for stage in partitioned if all(pair) else ():
             one, two = (rec["figures"]["stages"].get(stage, {}) for rec in pair)
             if "task_cpu_seconds" in one and "task_cpu_seconds" in two:
@@ -301,11 +305,12 @@ LATE_HANDOFF = 0.5  # seconds; a hand-off takes about 0.05 s when the supervisor
 
 def _handoffs(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
     """How often, in each paired round, a partitioned stage's next task
-    started late after one ended (``bench_release_scale.handoff_gaps``), and
-    the seconds those late hand-offs took; nothing for runs without gaps."""
+    started late after one ended (``bench_release_scale.handoff_gaps``), the
+    seconds those late hand-offs took and those of all; nothing for runs
+    without gaps."""
     rows = []
     for r in range(1, SPEEDUP_ROUNDS + 1):
-        pair = [by_name.get(result_name("disassociation", 113_000, p, r)) for p in (1, 2)]
+        pair = _round_pair(by_name, r)
         for stage in partitioned if all(pair) else ():
             gaps = [rec["figures"]["stages"].get(stage, {}).get("handoff_gaps")
                     for rec in pair]

@@ -192,12 +192,12 @@ def _shape(constraints, violations: list[str]) -> list[tuple]:
             continue
         if codes != sorted(set(codes)):
             violations.append(f"constraint {n} {codes} is not a sorted list of distinct codes")
-        fs = _key(codes)
-        if fs in seen:
-            violations.append(f"constraint {sorted(fs)} is listed twice")
+        key = _key(codes)
+        if key in seen:
+            violations.append(f"constraint {list(key)} is listed twice")
             continue
-        seen.add(fs)
-        out.append(fs)
+        seen.add(key)
+        out.append(key)
     return out
 
 

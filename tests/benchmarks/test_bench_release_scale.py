@@ -112,16 +112,20 @@ def test_memory_table_lists_each_stage_by_size_largest_first():
                                         "| load | n/a | n/a | n/a |"]
 
 
+def _partitioned(screen: dict, dis: dict) -> dict:
+    """A record whose stages are the two partitioned ones."""
+    rec = _record({}, 100, "f")
+    rec["figures"]["stages"] = {"screen": screen, "disassociation_disassociate": dis}
+    return rec
+
+
 def test_cpu_table_shows_task_cpu_and_cores_per_round():
     def stage(span, cpu, other):
         return {"span_seconds": span, "task_cpu_seconds": cpu, "instances": 6,
                 "service_cpu_seconds": {"scheduler": other / 2, "postgres": other / 2}}
 
     def record(screen, dis):
-        rec = _record({}, 100, "f")
-        rec["figures"]["stages"] = {"screen": stage(*screen),
-                                    "disassociation_disassociate": stage(*dis)}
-        return rec
+        return _partitioned(stage(*screen), stage(*dis))
 
     by_name = {"release_scale_113k_p1": record((20.0, 19.0, 2.0), (25.0, 24.0, 3.0)),
                "release_scale_113k_p2": record((12.0, 21.0, 2.4), (16.0, 28.8, 3.0))}
@@ -153,10 +157,7 @@ def test_side_by_side_stages_report_their_own_and_joint_speedup():
 
 def test_handoff_table_counts_late_handoffs_per_round():
     def record(screen_gaps, dis_gaps):
-        rec = _record({}, 100, "f")
-        rec["figures"]["stages"] = {"screen": {"handoff_gaps": screen_gaps},
-                                    "disassociation_disassociate": {"handoff_gaps": dis_gaps}}
-        return rec
+        return _partitioned({"handoff_gaps": screen_gaps}, {"handoff_gaps": dis_gaps})
 
     by_name = {"release_scale_113k_p1": record([0.04, 1.02, 0.05], [0.1] * 5),
                "release_scale_113k_p2": record([1.1, 0.9, 0.2, 0.5], [0.05] * 4)}
