@@ -134,22 +134,26 @@ _ASCII_SEPARATOR = np.zeros(256, dtype=bool)
 _ASCII_SEPARATOR[list((ASCII_WHITESPACE + ";,").encode())] = True
 
 
-def split_code_lists(texts: list[str]) -> tuple[np.ndarray, CodeIndex]:
+def split_code_lists(texts) -> tuple[np.ndarray, CodeIndex]:
     """The pieces of each text split on ';', ',' or whitespace (the
     separators of ``other_dx_codes``), as (owner text per piece, CodeIndex of
     the pieces); empty pieces are dropped.
 
-    ASCII texts are split on their bytes at once (numpy over the Arrow buffer);
-    other texts piece by piece with ``str.split``, whose whitespace is the
-    regular expression ``\\s``.
+    ``texts``: a list of str, or an Arrow string array without nulls (then no
+    Python string is made per text on the ASCII path).  ASCII texts are split
+    on their bytes at once (numpy over the Arrow buffer); other texts piece by
+    piece with ``str.split``, whose whitespace is the regular expression ``\\s``.
     """
-    text = pa.array(texts, pa.large_string())
+    text = _large_strings(texts)
     data = text.buffers()[2]
     raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    # a slice's texts start at its own offset in the shared buffers
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[
+        text.offset:text.offset + len(text) + 1]
+    raw = raw[offsets[0]:offsets[-1]]
+    offsets = offsets - offsets[0]
     if (raw >= 128).any():
-        return _split_each(texts)
-    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[:len(texts) + 1]
-    raw = raw[:offsets[-1]]
+        return _split_each(text.to_pylist())
     keep = ~_ASCII_SEPARATOR[raw]
     first = np.zeros(len(raw) + 1, dtype=bool)
     first[offsets[:-1]] = True  # a text's first byte starts a piece unless it separates
@@ -162,6 +166,15 @@ def split_code_lists(texts: list[str]) -> tuple[np.ndarray, CodeIndex]:
     pieces = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(piece_offsets),
                                               pa.py_buffer(compact.tobytes()))
     return owner, CodeIndex.of_arrow(pieces)
+
+
+def _large_strings(texts) -> pa.LargeStringArray:
+    """``texts`` as an Arrow large-string array (the split reads its buffers)."""
+    if not isinstance(texts, pa.Array):
+        return pa.array(texts, pa.large_string())
+    if texts.null_count:
+        raise ValueError("split_code_lists: an Arrow array of texts must hold no nulls")
+    return texts.cast(pa.large_string())
 
 
 def _split_each(texts: list[str]) -> tuple[np.ndarray, CodeIndex]:

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,22 @@ def test_ascii_fast_path_equals_the_regular_expression(values):
     owner, index = split_code_lists(values)
     assert np.all(np.diff(owner) >= 0)
     assert pieces_of(owner, index, len(values)) == reference_split(values)
+
+
+@settings(max_examples=200)
+@given(texts, st.integers(0, 3))
+def test_split_of_an_arrow_array_equals_the_split_of_its_list(values, cut):
+    """The screening passes its distinct lists as Arrow; a slice (an array
+    not at offset 0, of either string type) splits as its Python list."""
+    for kind in (pa.string(), pa.large_string()):
+        arrow = pa.array(["skipped"] * cut + values, kind).slice(cut)
+        owner, index = split_code_lists(arrow)
+        assert pieces_of(owner, index, len(values)) == reference_split(values)
+
+
+def test_split_refuses_an_arrow_array_with_nulls():
+    with pytest.raises(ValueError, match="no nulls"):
+        split_code_lists(pa.array(["4019", None]))
 
 
 def test_split_of_nothing_and_of_separators_only():

@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from anonymizers.claims import screen
+from anonymizers.claims.screening import _OtherDx
 from anonymizers.errors import InputError
 
 
@@ -60,6 +63,17 @@ def test_other_diagnoses_are_screened_too():
     df = table([{"member_id": "A", "other_dx_codes": "4019; 042.1,2500"},
                 {"member_id": "B", "other_dx_codes": "4019 25000"}])
     assert removed_members(df) == {"A"}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text("0V9E.;, \t\u00a0é", max_size=10), max_size=25),
+       st.lists(st.text("0V9E", min_size=1, max_size=3), max_size=3).map(tuple))
+def test_other_diagnoses_match_alike_from_arrow_and_from_python_strings(values, prefixes):
+    """The distinct lists of an Arrow-backed column are split as Arrow, of an
+    object column as Python strings: the same claims match."""
+    arrow = _OtherDx(pd.Series(values, dtype="str"))
+    python = _OtherDx(np.array(values, dtype=object))
+    assert arrow.hits(prefixes, ("9E",)).tolist() == python.hits(prefixes, ("9E",)).tolist()
 
 
 def test_rare_visible_codes_from_the_policy():
