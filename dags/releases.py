@@ -2,10 +2,26 @@
 
 Adding a release is adding a YAML file there; a bad file fails parsing here
 with a message naming the file and the field.
+
+A task's process parses this file again before it runs, and needs only its
+own DAG: Airflow names that DAG in the parsing context, and only it is built
+(Airflow's "optimizing DAG parsing delays during execution").  Every release
+file is still read and checked.
 """
+
+import gc
+
+from airflow.sdk import get_parsing_context
 
 from deid.dag_factory import build_dag
 from deid.releases import load_all
 
+_running = get_parsing_context().dag_id
 for _release in load_all():
-    globals()[_release.dag_id] = build_dag(_release)
+    if _running in (None, _release.dag_id):
+        globals()[_release.dag_id] = build_dag(_release)
+
+if _running is not None:
+    # A task's process: its modules and DAG live until it exits, so the
+    # collector need not walk them again on every full collection.
+    gc.freeze()

@@ -72,3 +72,37 @@ def test_partitioned_steps_are_mapped_tasks(dagbag):
     hhp = dagbag.get_dag("deid_hhp_claims")
     assert isinstance(hhp.get_task("hhp_search"), MappedOperator)
     assert hhp.get_task("hhp_search").upstream_task_ids == {"hhp_prepare"}
+
+
+PARSE_AS_A_TASK = """
+import gc, json, runpy, sys
+names = runpy.run_path(sys.argv[1])
+print(json.dumps({"dags": sorted(k for k, v in names.items() if type(v).__name__ == "DAG"),
+                  "frozen": gc.get_freeze_count()}))
+"""
+
+
+def _parse_in_a_fresh_process(parsing_dag_id: str | None) -> dict:
+    """The DAG file as Airflow parses it: a task's process sets the parsing
+    context; the DAG processor does not.  A fresh process, since the task's
+    parse freezes the collector's objects."""
+    import json
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "_AIRFLOW_PARSING_CONTEXT_DAG_ID"}
+    if parsing_dag_id:
+        env["_AIRFLOW_PARSING_CONTEXT_DAG_ID"] = parsing_dag_id
+    path = os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], "releases.py")
+    out = subprocess.run([sys.executable, "-c", PARSE_AS_A_TASK, path], env=env, check=True,
+                         capture_output=True, text=True, timeout=120)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_task_process_builds_only_its_own_dag(dagbag):
+    everything = _parse_in_a_fresh_process(None)
+    assert everything["dags"] == sorted(dagbag.dags) and len(everything["dags"]) > 1
+    assert everything["frozen"] == 0
+    task = _parse_in_a_fresh_process("deid_medco_codes")
+    assert task["dags"] == ["deid_medco_codes"]
+    assert task["frozen"] > 0
