@@ -145,6 +145,8 @@ def split_code_lists(texts) -> tuple[np.ndarray, CodeIndex]:
     piece with ``str.split``, whose whitespace is the regular expression ``\\s``.
     """
     text = _large_strings(texts)
+    if len(text) == 0:  # (Arrow may leave an empty array without buffers)
+        return np.zeros(0, dtype=np.int64), CodeIndex.of_arrow(text)
     data = text.buffers()[2]
     raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
     # a slice's texts start at its own offset in the shared buffers
@@ -168,10 +170,18 @@ def split_code_lists(texts) -> tuple[np.ndarray, CodeIndex]:
     return owner, CodeIndex.of_arrow(pieces)
 
 
+ARROW_TEXT = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+
+
 def _large_strings(texts) -> pa.LargeStringArray:
     """``texts`` as an Arrow large-string array (the split reads its buffers)."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
     if not isinstance(texts, pa.Array):
         return pa.array(texts, pa.large_string())
+    if not any(is_text(texts.type) for is_text in ARROW_TEXT):
+        raise TypeError(f"split_code_lists: an Arrow array of texts must hold strings, "
+                        f"not {texts.type}")
     if texts.null_count:
         raise ValueError("split_code_lists: an Arrow array of texts must hold no nulls")
     return texts.cast(pa.large_string())

@@ -56,14 +56,19 @@ def test_split_of_an_arrow_array_equals_the_split_of_its_list(values, cut):
     """The screening passes its distinct lists as Arrow; a slice (an array
     not at offset 0, of either string type) splits as its Python list."""
     for kind in (pa.string(), pa.large_string()):
-        arrow = pa.array(["skipped"] * cut + values, kind).slice(cut)
+        arrow = pa.array(["skip;ped"] * cut + values + ["tail é"], kind).slice(cut, len(values))
         owner, index = split_code_lists(arrow)
+        assert pieces_of(owner, index, len(values)) == reference_split(values)
+        chunked = pa.chunked_array([arrow[:cut], arrow[cut:]], kind)
+        owner, index = split_code_lists(chunked)
         assert pieces_of(owner, index, len(values)) == reference_split(values)
 
 
-def test_split_refuses_an_arrow_array_with_nulls():
+def test_split_refuses_arrow_nulls_and_non_text():
     with pytest.raises(ValueError, match="no nulls"):
         split_code_lists(pa.array(["4019", None]))
+    with pytest.raises(TypeError, match="hold strings, not int64"):
+        split_code_lists(pa.array([4019]))
 
 
 def test_split_of_nothing_and_of_separators_only():
