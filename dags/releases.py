@@ -16,12 +16,13 @@ from airflow.sdk import get_parsing_context
 from deid.dag_factory import build_dag
 from deid.releases import load_all
 
-_running = get_parsing_context().dag_id
+_context = get_parsing_context()
 for _release in load_all():
-    if _running in (None, _release.dag_id):
+    if _context.dag_id in (None, _release.dag_id):
         globals()[_release.dag_id] = build_dag(_release)
 
-if _running is not None:
-    # A task's process: its modules and DAG live until it exits, so the
-    # collector need not walk them again on every full collection.
+if _context.task_id is not None:
+    # A task's process (the CLI's `dags test` names no task): its modules and
+    # DAG live until it exits, so the collector need not walk them again on
+    # every full collection.
     gc.freeze()

@@ -75,34 +75,39 @@ def test_partitioned_steps_are_mapped_tasks(dagbag):
 
 
 PARSE_AS_A_TASK = """
-import gc, json, runpy, sys
-names = runpy.run_path(sys.argv[1])
-print(json.dumps({"dags": sorted(k for k, v in names.items() if type(v).__name__ == "DAG"),
-                  "frozen": gc.get_freeze_count()}))
+import gc, json, sys
+from airflow.dag_processing.dagbag import DagBag
+from airflow.sdk.definitions._internal.dag_parsing_context import (
+    _airflow_parsing_context_manager)
+dag_id, task_id = (sys.argv[2] or None), (sys.argv[3] or None)
+with _airflow_parsing_context_manager(dag_id=dag_id, task_id=task_id):
+    bag = DagBag(dag_folder=sys.argv[1])
+print(json.dumps({"dags": sorted(bag.dags), "frozen": gc.get_freeze_count()}))
 """
 
 
-def _parse_in_a_fresh_process(parsing_dag_id: str | None) -> dict:
-    """The DAG file as Airflow parses it: a task's process sets the parsing
-    context; the DAG processor does not.  A fresh process, since the task's
-    parse freezes the collector's objects."""
+def _parse_in_a_fresh_process(dag_id: str | None, task_id: str | None = None) -> dict:
+    """The DAG file as Airflow parses it: the task runner sets the parsing
+    context (a DAG and a task), the DAG processor does not.  A fresh process,
+    since a task's parse freezes the collector's objects."""
     import json
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k != "_AIRFLOW_PARSING_CONTEXT_DAG_ID"}
-    if parsing_dag_id:
-        env["_AIRFLOW_PARSING_CONTEXT_DAG_ID"] = parsing_dag_id
     path = os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], "releases.py")
-    out = subprocess.run([sys.executable, "-c", PARSE_AS_A_TASK, path], env=env, check=True,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", PARSE_AS_A_TASK, path, dag_id or "",
+                          task_id or ""], check=True, capture_output=True, text=True,
+                         timeout=120)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_a_task_process_builds_only_its_own_dag(dagbag):
+def test_a_task_process_builds_only_its_own_dag():
+    from deid.releases import load_all
+
+    releases = sorted(r.dag_id for r in load_all())
     everything = _parse_in_a_fresh_process(None)
-    assert everything["dags"] == sorted(dagbag.dags) and len(everything["dags"]) > 1
-    assert everything["frozen"] == 0
-    task = _parse_in_a_fresh_process("deid_medco_codes")
-    assert task["dags"] == ["deid_medco_codes"]
-    assert task["frozen"] > 0
+    assert everything == {"dags": releases, "frozen": 0} and len(releases) > 1
+    task = _parse_in_a_fresh_process("deid_medco_codes", "validate")
+    assert task["dags"] == ["deid_medco_codes"] and task["frozen"] > 0
+    cli = _parse_in_a_fresh_process("deid_medco_codes")  # `airflow dags test`
+    assert cli == {"dags": ["deid_medco_codes"], "frozen": 0}
