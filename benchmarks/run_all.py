@@ -323,7 +323,9 @@ def _handoffs(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
             f"its start-up). A late one took more than {LATE_HANDOFF} s, mostly about a "
             "second: the task supervisor missed the process's exit and waited for its next "
             "heartbeat (`[workers] min_heartbeat_interval`, 1 s here). At parallelism 2 every "
-            "hand-off competes for the cores with the task still running in the other slot.")
+            "hand-off competes for the cores with the task still running in the other slot, "
+            "and busy cores are when the supervisor misses exits (exit_race below: how often, "
+            "with the cores idle and busy).")
     return ["| round | partitioned stage | p1: late hand-offs, their s, all hand-offs s | "
             "p2: late hand-offs, their s, all hand-offs s |", "|---|---|---|---|", *rows, "",
             note, ""]
