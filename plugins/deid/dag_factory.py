@@ -16,6 +16,7 @@ chosen method's parameters together.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 
 from deid import secret, steps
 from deid.airflow_glue import (
@@ -25,7 +26,7 @@ from deid.airflow_glue import (
     on_task_failure,
 )
 from deid.methods import COMMON_PARAMS, METHODS, check_params, param_schemas
-from deid.releases import Release
+from deid.releases import Release, load_all
 
 UI_KEYS = ("title", "description", "default")
 
@@ -58,6 +59,23 @@ def form_params(release: Release) -> dict:
 def method_params(params: dict) -> dict:
     """The chosen method's parameters (plus the common ones), as the audit records them."""
     return {name: params[name] for name in param_schemas(params["method"]) if name in params}
+
+
+def release_dags() -> dict:
+    """dag_id -> DAG for every release file (each is read and checked), or
+    only the DAG Airflow's parsing context names: a task's process parses the
+    DAG file again before it runs and needs only its own DAG (Airflow's
+    "optimizing DAG parsing delays during execution").  In a task's process
+    (the CLI's ``dags test`` names a DAG but no task) the collector's objects
+    are then frozen: its modules and DAG live until it exits, so full
+    collections need not walk them again."""
+    from airflow.sdk import get_parsing_context
+
+    context = get_parsing_context()
+    dags = {r.dag_id: build_dag(r) for r in load_all() if context.dag_id in (None, r.dag_id)}
+    if context.task_id is not None:
+        gc.freeze()
+    return dags
 
 
 def build_dag(release: Release):
