@@ -122,6 +122,7 @@ def scale_summary(by_name: dict) -> list[str]:
         out += _speedup(one["figures"], two["figures"], PARTITIONED)
         out += _side_by_side(one["figures"], two["figures"])
         out += _rounds(by_name, PARTITIONED)
+        out += _ceiling(by_name.get("stage_ceiling"))
         out += _cpu(by_name, PARTITIONED)
         out += _handoffs(by_name, PARTITIONED)
     one, two = (by_name.get(result_name("hhp", 113_000, p)) for p in (1, 2))
@@ -272,6 +273,19 @@ def _rounds(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
     out += ["", f"- median speed-up over {len(runs) // 2} rounds: " + ", ".join(medians)
             + f"; one release in every run: **{'yes' if _identical(*runs) else 'NO'}**", ""]
     return out
+
+
+def _ceiling(record: dict | None) -> list[str]:
+    """The screening ranges' speed-up without Airflow (bench_stage_ceiling)."""
+    if not record:
+        return []
+    f = record["figures"]
+    ups = [r["speedup"] for r in f["rounds"]]
+    return [f"- without Airflow (stage_ceiling below, {record['date']}): the same "
+            f"{f['ranges']} screening ranges as plain processes, one and {f['slots']} at a "
+            f"time, each with its thread pools sized as a mapped task's: median speed-up "
+            f"**{_fmt(f['median_speedup'])}x** over {len(ups)} rounds ({_fmt(min(ups))}x to "
+            f"{_fmt(max(ups))}x), the ceiling for the screen stage on this machine.", ""]
 
 
 def _cpu(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
