@@ -11,7 +11,9 @@ Python process of its own, which imports ``deid.steps`` and runs
 ``steps.screen_batch``: first one process at a time, then ``--parallelism``
 at a time (a slot that frees starts the next range at once, as a
 LocalExecutor worker would).  Each sizes its thread pools as a mapped task
-does for that many slots (``deid.task_threads``).  Rounds alternate the two.
+does for that many slots (``deid.task_threads``); then ``--parallelism`` at
+a time again with the pools as Arrow and BLAS size them (a thread per core
+in every process), to show what the sizing buys.  Each round runs the three.
 
 What the ratio leaves out is what only Airflow adds: the scheduler, API
 server, executor and metadata database sharing the cores, the hand-off from
@@ -19,9 +21,9 @@ one task to the next (bench_exit_race: the supervisor missing exits on busy
 cores).  What it adds is a fresh interpreter's start-up, where an Airflow
 task is forked from its worker and parses the DAG file instead.
 
-Figures: each round's seconds one at a time and in parallel and their ratio,
-the median ratio, and the children's mean import, screening and CPU
-seconds in each mode.  The children's removed members are checked against
+Figures: each round's seconds one at a time, in parallel and in parallel
+unsized, the speed-ups, their medians, and the children's mean threads,
+import, screening and CPU seconds in each mode.  The children's removed members are checked against
 the ranges' (every range screened once, none failed).
 """
 
@@ -44,7 +46,11 @@ RUN = ("stage_ceiling", "r1")  # staging of this probe, removed at the end
 
 def stage(members: int, seed: int, batch_members: int) -> int:
     """The extract and the screening ranges in staging; the number of ranges."""
-    from benchmarks.bench_release_scale import SPECS, ensure_warehouse, setup_environment
+    from benchmarks.bench_release_scale import (
+        SPECS,
+        ensure_warehouse,
+        setup_environment,
+    )
 
     spec = SPECS["disassociation"]
     if f"screening_policy: {POLICY}" not in spec.file():
@@ -59,26 +65,30 @@ def stage(members: int, seed: int, batch_members: int) -> int:
     return len(steps.screen_plan(run, POLICY, batch_members, "TRUE"))
 
 
-def child(index: int, instances: int, slots: int) -> None:
+def child(index: int, instances: int, slots: int, sized: bool) -> None:
     """One range in this fresh process, its thread pools sized as a mapped
-    task's would be (deid.task_threads); its timings as JSON on stdout."""
+    task's would be (deid.task_threads) if ``sized``; its timings as JSON on stdout."""
     t0 = time.perf_counter()
     from deid import steps, task_threads
 
-    threads = task_threads.threads_for(instances, slots)
+    threads = task_threads.threads_for(instances, slots) if sized else None
     if threads is not None:
         task_threads.apply(threads)
     t1 = time.perf_counter()
     out = steps.screen_batch(steps.Run(*RUN), POLICY, {"index": index})
     t2 = time.perf_counter()
-    print(json.dumps({**out, "threads": threads, "import_s": round(t1 - t0, 3), "screen_s": round(t2 - t1, 3),
-                      "cpu_s": round(sum(os.times()[:2]), 3)}), flush=True)
+    import pyarrow as pa
+
+    print(json.dumps({**out, "threads": pa.cpu_count(), "import_s": round(t1 - t0, 3),
+                      "screen_s": round(t2 - t1, 3), "cpu_s": round(sum(os.times()[:2]), 3)}),
+          flush=True)
 
 
-def _start(index: int, instances: int, slots: int) -> subprocess.Popen:
+def _start(index: int, instances: int, slots: int, sized: bool) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "benchmarks.bench_stage_ceiling",
                              "--child", str(index), "--instances", str(instances),
-                             "--parallelism", str(slots)], stdout=subprocess.PIPE,
+                             "--parallelism", str(slots), *([] if sized else ["--unsized"])],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -92,7 +102,7 @@ def _finish(proc: subprocess.Popen, index: int) -> dict:
     return json.loads(lines[-1])
 
 
-def screen_all(n: int, slots: int) -> tuple[float, list[dict]]:
+def screen_all(n: int, slots: int, sized: bool = True) -> tuple[float, list[dict]]:
     """Every range screened, ``slots`` processes at a time: (seconds, their reports).
     A child's exit is seen on its pidfd (other children of this process, such
     as an embedded PostgreSQL, are not waited for)."""
@@ -102,7 +112,7 @@ def screen_all(n: int, slots: int) -> tuple[float, list[dict]]:
         while pending or running:
             while pending and len(running) < slots:
                 i = pending.pop(0)
-                proc = _start(i, n, slots)
+                proc = _start(i, n, slots, sized)
                 running[os.pidfd_open(proc.pid)] = (i, proc)
             ready, _, _ = select.select(list(running), [], [])
             for fd in ready:
@@ -131,17 +141,23 @@ def measure(members: int, seed: int, batch_members: int, slots: int, rounds: int
         for _ in range(rounds):
             one, serial = screen_all(n, 1)
             many, parallel = screen_all(n, slots)
-            for reports in (serial, parallel):
+            unsized_s, unsized = screen_all(n, slots, sized=False)
+            for reports in (serial, parallel, unsized):
                 removed.add(tuple(r["members_removed"] for r in reports))
             runs.append({"one_at_a_time_s": round(one, 3), "parallel_s": round(many, 3),
                          "speedup": round(one / many, 3),
-                         "one_at_a_time": _means(serial), "parallel": _means(parallel)})
+                         "parallel_unsized_s": round(unsized_s, 3),
+                         "speedup_unsized": round(one / unsized_s, 3),
+                         "one_at_a_time": _means(serial), "parallel": _means(parallel),
+                         "parallel_unsized": _means(unsized)})
     finally:
         steps.cleanup(steps.Run(*RUN))
     if len(removed) != 1:
         raise RuntimeError(f"the ranges removed different members from run to run: {removed}")
     return {"ranges": n, "slots": slots, "members_removed": sum(removed.pop()),
-            "median_speedup": statistics.median(r["speedup"] for r in runs), "rounds": runs}
+            "median_speedup": statistics.median(r["speedup"] for r in runs),
+            "median_speedup_unsized": statistics.median(r["speedup_unsized"] for r in runs),
+            "rounds": runs}
 
 
 def main(argv=None) -> dict | None:
@@ -153,9 +169,10 @@ def main(argv=None) -> dict | None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--instances", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--unsized", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child is not None:
-        return child(args.child, args.instances, args.parallelism)
+        return child(args.child, args.instances, args.parallelism, not args.unsized)
     params = {"members": args.members, "seed": args.seed, "screen_batch_members":
               args.screen_batch, "parallelism": args.parallelism, "rounds": args.rounds}
     return run_benchmark("stage_ceiling", lambda: measure(
