@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import logging
 import subprocess
 
 from anonymizers.errors import AnonymizerError
@@ -17,24 +16,6 @@ def current_run(release: str) -> steps.Run:
     from airflow.sdk import get_current_context
 
     return steps.Run(release=release, run_id=get_current_context()["run_id"])
-
-
-def share_cores() -> int | None:
-    """Size a mapped instance's thread pools to its share of the cores
-    (deid.task_threads), from how many instances its stage has in this run
-    (the task SDK's ``get_ti_count``).  Only in a task's own process."""
-    from airflow.sdk import get_current_context
-    from deid import task_threads
-
-    if not task_threads.in_task_process():
-        return None
-    ti = get_current_context()["ti"]
-    instances = ti.get_ti_count(dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[ti.run_id])
-    threads = task_threads.size_for_mapped(instances)
-    if threads is not None:
-        logging.getLogger(__name__).info("thread pools sized to %d: %d cores, %d instances",
-                                         threads, task_threads.cores(), instances)
-    return threads
 
 
 def no_retry_on_bad_data(fn):

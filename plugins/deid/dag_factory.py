@@ -18,13 +18,12 @@ from __future__ import annotations
 import datetime as dt
 import gc
 
-from deid import secret, steps, task_threads
+from deid import secret, steps
 from deid.airflow_glue import (
     audit_base,
     current_run,
     no_retry_on_bad_data,
     on_task_failure,
-    share_cores,
 )
 from deid.methods import COMMON_PARAMS, METHODS, check_params, param_schemas
 from deid.releases import Release, load_all
@@ -69,15 +68,13 @@ def release_dags() -> dict:
     "optimizing DAG parsing delays during execution").  In a task's process
     (the CLI's ``dags test`` names a DAG but no task) the collector's objects
     are then frozen: its modules and DAG live until it exits, so full
-    collections need not walk them again, and the process is marked as
-    a task's own (``deid.task_threads``: its mapped instances share the cores)."""
+    collections need not walk them again."""
     from airflow.sdk import get_parsing_context
 
     context = get_parsing_context()
     dags = {r.dag_id: build_dag(r) for r in load_all() if context.dag_id in (None, r.dag_id)}
     if context.task_id is not None:
         gc.freeze()
-        task_threads.mark_task_process()
     return dags
 
 
@@ -117,7 +114,6 @@ def build_dag(release: Release):
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
         def screen(batch: dict) -> dict:
-            share_cores()
             return steps.screen_batch(current_run(release.name), release.screening_policy,
                                       batch)
 
@@ -229,8 +225,6 @@ def _method_task(release_name: str, method: str, step: str):
     @task(task_id=f"{method}_{step}", multiple_outputs=False)
     @no_retry_on_bad_data
     def run_step(batch=None, params=None) -> dict:
-        if batch is not None:
-            share_cores()
         return steps.method_step(current_run(release_name), method, step,
                                  {**method_params(params), "scope": params["scope"]}, batch)
 

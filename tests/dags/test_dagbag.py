@@ -82,9 +82,7 @@ from airflow.sdk.definitions._internal.dag_parsing_context import (
 dag_id, task_id = (sys.argv[2] or None), (sys.argv[3] or None)
 with _airflow_parsing_context_manager(dag_id=dag_id, task_id=task_id):
     bag = DagBag(dag_folder=sys.argv[1])
-from deid import task_threads
-print(json.dumps({"dags": sorted(bag.dags), "frozen": gc.get_freeze_count(),
-                  "task_process": task_threads.in_task_process()}))
+print(json.dumps({"dags": sorted(bag.dags), "frozen": gc.get_freeze_count()}))
 """
 
 
@@ -108,9 +106,8 @@ def test_a_task_process_builds_only_its_own_dag():
 
     releases = sorted(r.dag_id for r in load_all())
     everything = _parse_in_a_fresh_process(None)
-    assert everything == {"dags": releases, "frozen": 0, "task_process": False}
-    assert len(releases) > 1
+    assert everything == {"dags": releases, "frozen": 0} and len(releases) > 1
     task = _parse_in_a_fresh_process("deid_medco_codes", "validate")
-    assert task["dags"] == ["deid_medco_codes"] and task["frozen"] > 0 and task["task_process"]
+    assert task["dags"] == ["deid_medco_codes"] and task["frozen"] > 0
     cli = _parse_in_a_fresh_process("deid_medco_codes")  # `airflow dags test`
-    assert cli == {"dags": ["deid_medco_codes"], "frozen": 0, "task_process": False}
+    assert cli == {"dags": ["deid_medco_codes"], "frozen": 0}
