@@ -10,10 +10,7 @@ six member ranges, one Airflow task each (seed 004 section 2, per range as
 Python process of its own, which imports ``deid.steps`` and runs
 ``steps.screen_batch``: first one process at a time, then ``--parallelism``
 at a time (a slot that frees starts the next range at once, as a
-LocalExecutor worker would).  Each sizes its thread pools as a mapped task
-does for that many slots (``deid.task_threads``); then ``--parallelism`` at
-a time again with the pools as Arrow and BLAS size them (a thread per core
-in every process), to show what the sizing buys.  Each round runs the three.
+LocalExecutor worker would).  Rounds alternate the two.
 
 What the ratio leaves out is what only Airflow adds: the scheduler, API
 server, executor and metadata database sharing the cores, the hand-off from
@@ -21,9 +18,9 @@ one task to the next (bench_exit_race: the supervisor missing exits on busy
 cores).  What it adds is a fresh interpreter's start-up, where an Airflow
 task is forked from its worker and parses the DAG file instead.
 
-Figures: each round's seconds one at a time, in parallel and in parallel
-unsized, the speed-ups, their medians, and the children's mean threads,
-import, screening and CPU seconds in each mode.  The children's removed members are checked against
+Figures: each round's seconds one at a time and in parallel and their
+ratio, the median ratio, and the children's mean Arrow threads, import,
+screening and CPU seconds in each mode.  The children's removed members are checked against
 the ranges' (every range screened once, none failed).
 """
 
@@ -65,15 +62,11 @@ def stage(members: int, seed: int, batch_members: int) -> int:
     return len(steps.screen_plan(run, POLICY, batch_members, "TRUE"))
 
 
-def child(index: int, instances: int, slots: int, sized: bool) -> None:
-    """One range in this fresh process, its thread pools sized as a mapped
-    task's would be (deid.task_threads) if ``sized``; its timings as JSON on stdout."""
+def child(index: int) -> None:
+    """One range in this fresh process; its timings as JSON on stdout."""
     t0 = time.perf_counter()
-    from deid import steps, task_threads
+    from deid import steps
 
-    threads = task_threads.threads_for(instances, slots) if sized else None
-    if threads is not None:
-        task_threads.apply(threads)
     t1 = time.perf_counter()
     out = steps.screen_batch(steps.Run(*RUN), POLICY, {"index": index})
     t2 = time.perf_counter()
@@ -84,11 +77,9 @@ def child(index: int, instances: int, slots: int, sized: bool) -> None:
           flush=True)
 
 
-def _start(index: int, instances: int, slots: int, sized: bool) -> subprocess.Popen:
+def _start(index: int) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "benchmarks.bench_stage_ceiling",
-                             "--child", str(index), "--instances", str(instances),
-                             "--parallelism", str(slots), *([] if sized else ["--unsized"])],
-                            stdout=subprocess.PIPE,
+                             "--child", str(index)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -102,7 +93,7 @@ def _finish(proc: subprocess.Popen, index: int) -> dict:
     return json.loads(lines[-1])
 
 
-def screen_all(n: int, slots: int, sized: bool = True) -> tuple[float, list[dict]]:
+def screen_all(n: int, slots: int) -> tuple[float, list[dict]]:
     """Every range screened, ``slots`` processes at a time: (seconds, their reports).
     A child's exit is seen on its pidfd (other children of this process, such
     as an embedded PostgreSQL, are not waited for)."""
@@ -112,7 +103,7 @@ def screen_all(n: int, slots: int, sized: bool = True) -> tuple[float, list[dict
         while pending or running:
             while pending and len(running) < slots:
                 i = pending.pop(0)
-                proc = _start(i, n, slots, sized)
+                proc = _start(i)
                 running[os.pidfd_open(proc.pid)] = (i, proc)
             ready, _, _ = select.select(list(running), [], [])
             for fd in ready:
@@ -141,23 +132,17 @@ def measure(members: int, seed: int, batch_members: int, slots: int, rounds: int
         for _ in range(rounds):
             one, serial = screen_all(n, 1)
             many, parallel = screen_all(n, slots)
-            unsized_s, unsized = screen_all(n, slots, sized=False)
-            for reports in (serial, parallel, unsized):
+            for reports in (serial, parallel):
                 removed.add(tuple(r["members_removed"] for r in reports))
             runs.append({"one_at_a_time_s": round(one, 3), "parallel_s": round(many, 3),
                          "speedup": round(one / many, 3),
-                         "parallel_unsized_s": round(unsized_s, 3),
-                         "speedup_unsized": round(one / unsized_s, 3),
-                         "one_at_a_time": _means(serial), "parallel": _means(parallel),
-                         "parallel_unsized": _means(unsized)})
+                         "one_at_a_time": _means(serial), "parallel": _means(parallel)})
     finally:
         steps.cleanup(steps.Run(*RUN))
     if len(removed) != 1:
         raise RuntimeError(f"the ranges removed different members from run to run: {removed}")
     return {"ranges": n, "slots": slots, "members_removed": sum(removed.pop()),
-            "median_speedup": statistics.median(r["speedup"] for r in runs),
-            "median_speedup_unsized": statistics.median(r["speedup_unsized"] for r in runs),
-            "rounds": runs}
+            "median_speedup": statistics.median(r["speedup"] for r in runs), "rounds": runs}
 
 
 def main(argv=None) -> dict | None:
@@ -168,11 +153,10 @@ def main(argv=None) -> dict | None:
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--instances", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--unsized", action="store_true", help=argparse.SUPPRESS)
+
     args = parser.parse_args(argv)
     if args.child is not None:
-        return child(args.child, args.instances, args.parallelism, not args.unsized)
+        return child(args.child)
     params = {"members": args.members, "seed": args.seed, "screen_batch_members":
               args.screen_batch, "parallelism": args.parallelism, "rounds": args.rounds}
     return run_benchmark("stage_ceiling", lambda: measure(

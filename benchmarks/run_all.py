@@ -283,7 +283,7 @@ def _ceiling(record: dict | None) -> list[str]:
     ups = [r["speedup"] for r in f["rounds"]]
     return [f"- without Airflow (stage_ceiling below, {record['date']}): the same "
             f"{f['ranges']} screening ranges as plain processes, one and {f['slots']} at a "
-            f"time, each with its thread pools sized as a mapped task's: median speed-up "
+            f"time: median speed-up "
             f"**{_fmt(f['median_speedup'])}x** over {len(ups)} rounds ({_fmt(min(ups))}x to "
             f"{_fmt(max(ups))}x), the ceiling for the screen stage on this machine.", ""]
 

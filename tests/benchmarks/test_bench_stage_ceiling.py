@@ -5,7 +5,6 @@ does in one process."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -20,7 +19,7 @@ FAKE = ("import json, sys, time; t = time.time(); time.sleep(0.3)\n"
 
 
 def _fake(code: int):
-    def start(index: int, instances: int, slots: int, sized: bool) -> subprocess.Popen:
+    def start(index: int) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-c", FAKE, str(code), str(index)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return start
@@ -72,10 +71,6 @@ def test_children_screen_every_range_as_one_process_does(empty_source, monkeypat
     assert out["members_removed"] == expected["members_removed"] > 0
     (r,) = out["rounds"]
     assert r["speedup"] == pytest.approx(r["one_at_a_time_s"] / r["parallel_s"], rel=1e-2)
-    # sized as a mapped task on this machine for 2 slots; unsized: left as Arrow sizes it
-    cores = len(os.sched_getaffinity(0))
-    assert r["parallel"]["threads"] == max(1, cores // 2)
-    assert r["parallel_unsized"]["threads"] == r["one_at_a_time"]["threads"] == cores
     assert not staging.run_dir(*bench_stage_ceiling.RUN, create=False).exists()
     steps.cleanup(reference)
 
