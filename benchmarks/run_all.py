@@ -285,7 +285,8 @@ def _ceiling(record: dict | None) -> list[str]:
             f"{f['ranges']} screening ranges as plain processes, one and {f['slots']} at a "
             f"time: median speed-up "
             f"**{_fmt(f['median_speedup'])}x** over {len(ups)} rounds ({_fmt(min(ups))}x to "
-            f"{_fmt(max(ups))}x), the ceiling for the screen stage on this machine.", ""]
+            f"{_fmt(max(ups))}x): what the second core gives the stage's own work on this "
+            f"machine, with none of Airflow's processes beside it.", ""]
 
 
 def _cpu(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:
