@@ -1,5 +1,5 @@
-"""Host probe: the speed-up this machine gives the screening stage without
-Airflow, as the ceiling for the scale benchmark's parallelism-2 figure.
+"""Host probe: the speed-up this machine gives the screening stage's work
+without Airflow, the reference for the scale benchmark's parallelism-2 figure.
 
 ``python -m benchmarks.bench_stage_ceiling [--members 113000] [--rounds 5]``
 
@@ -20,8 +20,8 @@ task is forked from its worker and parses the DAG file instead.
 
 Figures: each round's seconds one at a time and in parallel and their
 ratio, the median ratio, and the children's mean Arrow threads, import,
-screening and CPU seconds in each mode.  The children's removed members are checked against
-the ranges' (every range screened once, none failed).
+screening and CPU seconds in each mode.  A child that fails is an error, and
+every round and mode must remove as many members from each range.
 """
 
 from __future__ import annotations
