@@ -33,7 +33,9 @@ import select
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 
 from benchmarks.harness import run_benchmark
 
@@ -77,44 +79,58 @@ def child(index: int) -> None:
           flush=True)
 
 
-def _start(index: int) -> subprocess.Popen:
+def _start(index: int, out, err) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "benchmarks.bench_stage_ceiling",
-                             "--child", str(index)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                             "--child", str(index)], stdout=out, stderr=err)
 
 
-def _finish(proc: subprocess.Popen, index: int) -> dict:
-    out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise RuntimeError(f"range {index} failed (exit {proc.returncode}): {err[-2000:]}")
-    lines = out.strip().splitlines()
+def _text(file) -> str:
+    file.seek(0)
+    return file.read().decode(errors="replace")
+
+
+def _report(index: int, proc: subprocess.Popen, out, err) -> dict:
+    """The exited child's report (its output went to files, which never fill
+    up and stall it the way a pipe nobody reads does)."""
+    code = proc.wait()
+    text, errors = _text(out), _text(err)
+    if code != 0:
+        raise RuntimeError(f"range {index} failed (exit {code}): {errors[-2000:]}")
+    lines = text.strip().splitlines()
     if not lines:
-        raise RuntimeError(f"range {index} exited without its report: {err[-2000:]}")
+        raise RuntimeError(f"range {index} exited without its report: {errors[-2000:]}")
     return json.loads(lines[-1])
 
 
 def screen_all(n: int, slots: int) -> tuple[float, list[dict]]:
     """Every range screened, ``slots`` processes at a time: (seconds, their reports).
     A child's exit is seen on its pidfd (other children of this process, such
-    as an embedded PostgreSQL, are not waited for)."""
-    pending, running, done = list(range(n)), {}, {}
+    as an embedded PostgreSQL, are not waited for); on an error the children
+    still running are killed."""
+    if slots < 1:
+        raise ValueError(f"at least one process at a time, not {slots}")
+    pending, running, done, unfinished = list(range(n)), {}, {}, []
     t0 = time.perf_counter()
-    try:
-        while pending or running:
-            while pending and len(running) < slots:
-                i = pending.pop(0)
-                proc = _start(i)
-                running[os.pidfd_open(proc.pid)] = (i, proc)
-            ready, _, _ = select.select(list(running), [], [])
-            for fd in ready:
+    with ExitStack() as files:
+        try:
+            while pending or running:
+                while pending and len(running) < slots:
+                    i = pending.pop(0)
+                    out, err = (files.enter_context(tempfile.TemporaryFile()) for _ in range(2))
+                    unfinished.append(proc := _start(i, out, err))
+                    running[os.pidfd_open(proc.pid)] = (i, proc, out, err)
+                ready, _, _ = select.select(list(running), [], [])
+                for fd in ready:
+                    os.close(fd)
+                    i, proc, out, err = running.pop(fd)
+                    unfinished.remove(proc)
+                    done[i] = _report(i, proc, out, err)
+        finally:
+            for fd in running:
                 os.close(fd)
-                i, proc = running.pop(fd)
-                done[i] = _finish(proc, i)
-    finally:
-        for fd, (_, proc) in running.items():
-            os.close(fd)
-            proc.kill()
-            proc.wait()
+            for proc in unfinished:
+                proc.kill()
+                proc.wait()
     return time.perf_counter() - t0, [done[i] for i in range(n)]
 
 
@@ -125,6 +141,8 @@ def _means(reports: list[dict]) -> dict:
 
 def measure(members: int, seed: int, batch_members: int, slots: int, rounds: int) -> dict:
     n = stage(members, seed, batch_members)
+    if n < 1:
+        raise RuntimeError("the screening plan has no range: nothing to measure")
     from deid import steps
 
     try:

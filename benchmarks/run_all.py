@@ -56,7 +56,8 @@ def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, (dict, list)):
-        return "`" + json.dumps(value, default=str)[:300] + "`"
+        text = json.dumps(value, default=str)
+        return "`" + (text if len(text) <= 300 else text[:300] + " …") + "`"
     return str(value)
 
 
@@ -285,8 +286,9 @@ def _ceiling(record: dict | None) -> list[str]:
             f"{f['ranges']} screening ranges as plain processes, one and {f['slots']} at a "
             f"time: median speed-up "
             f"**{_fmt(f['median_speedup'])}x** over {len(ups)} rounds ({_fmt(min(ups))}x to "
-            f"{_fmt(max(ups))}x): what the second core gives the stage's own work on this "
-            f"machine, with none of Airflow's processes beside it.", ""]
+            f"{_fmt(max(ups))}x): a reference for what the second core gives this stage here, "
+            f"with none of Airflow's processes beside it (each process also pays an "
+            f"interpreter start-up that a forked task does not).", ""]
 
 
 def _cpu(by_name: dict, partitioned: tuple[str, ...]) -> list[str]:

@@ -12,16 +12,18 @@ import pytest
 
 from benchmarks import bench_stage_ceiling
 
-# a stand-in child: reports the wall-clock span it ran, or fails for index 1 when told to
-FAKE = ("import json, sys, time; t = time.time(); time.sleep(0.3)\n"
+# a stand-in child: reports the wall-clock span it ran (range 0 runs longest), or
+# fails for range 1 when told to; writes more to stderr than a pipe holds
+FAKE = ("import json, sys, time; t = time.time()\n"
+        "sys.stderr.write('w' * 200_000); time.sleep(1.0 if sys.argv[2] == '0' else 0.2)\n"
         "if sys.argv[2] == '1' and sys.argv[1] != '0': sys.exit(int(sys.argv[1]))\n"
         "print('noise'); print(json.dumps({'start': t, 'end': time.time()}))")
 
 
 def _fake(code: int):
-    def start(index: int) -> subprocess.Popen:
+    def start(index: int, out, err) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-c", FAKE, str(code), str(index)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=out, stderr=err)
     return start
 
 
@@ -37,15 +39,43 @@ def _most_at_once(reports: list[dict]) -> int:
 @pytest.mark.parametrize("slots", [1, 2])
 def test_children_run_at_most_slots_at_a_time(monkeypatch, slots):
     monkeypatch.setattr(bench_stage_ceiling, "_start", _fake(0))
-    seconds, reports = bench_stage_ceiling.screen_all(4, slots)
+    _, reports = bench_stage_ceiling.screen_all(4, slots)
     assert len(reports) == 4 and _most_at_once(reports) == slots
-    assert seconds >= 4 * 0.3 / slots
+
+
+def test_a_freed_slot_takes_the_next_range_at_once(monkeypatch):
+    """Ranges 1 and 2 run one after the other beside the long range 0."""
+    monkeypatch.setattr(bench_stage_ceiling, "_start", _fake(0))
+    _, reports = bench_stage_ceiling.screen_all(3, 2)
+    assert reports[1]["end"] <= reports[2]["start"] < reports[0]["end"]
 
 
 def test_a_failed_child_is_an_error_naming_its_range(monkeypatch):
     monkeypatch.setattr(bench_stage_ceiling, "_start", _fake(3))
-    with pytest.raises(RuntimeError, match="range 1 failed \\(exit 3\\)"):
+    with pytest.raises(RuntimeError, match="range 1 failed \\(exit 3\\): w+$"):
         bench_stage_ceiling.screen_all(3, 2)
+
+
+def test_no_slot_is_an_error():
+    with pytest.raises(ValueError, match="at least one process at a time, not 0"):
+        bench_stage_ceiling.screen_all(2, 0)
+
+
+def test_other_children_of_the_process_are_left_alone(monkeypatch):
+    """An embedded PostgreSQL or a finished helper may be this process's child too:
+    it is neither waited for nor reaped."""
+    import os
+
+    other = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        os.waitid(os.P_PID, other.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped
+        monkeypatch.setattr(bench_stage_ceiling, "_start", _fake(0))
+        _, reports = bench_stage_ceiling.screen_all(2, 2)
+        assert len(reports) == 2
+        # still there to be reaped by its own Popen
+        assert os.waitid(os.P_PID, other.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    finally:
+        other.wait()
 
 
 @pytest.mark.warehouse
@@ -86,12 +116,3 @@ def test_results_quote_the_ceiling_next_to_the_airflow_rounds():
     assert "median speed-up **1.8x** over 3 rounds (1.7x to 1.9x)" in line and blank == ""
 
 
-def test_other_children_of_the_process_are_left_alone(monkeypatch):
-    """An embedded PostgreSQL or a finished helper may be this process's child too."""
-    other = subprocess.Popen([sys.executable, "-c", "pass"])
-    try:
-        monkeypatch.setattr(bench_stage_ceiling, "_start", _fake(0))
-        _, reports = bench_stage_ceiling.screen_all(2, 2)
-        assert len(reports) == 2
-    finally:
-        other.wait()
