@@ -141,11 +141,11 @@ def _means(reports: list[dict]) -> dict:
 
 def measure(members: int, seed: int, batch_members: int, slots: int, rounds: int) -> dict:
     n = stage(members, seed, batch_members)
-    if n < 1:
-        raise RuntimeError("the screening plan has no range: nothing to measure")
     from deid import steps
 
     try:
+        if n < 1:
+            raise RuntimeError("the screening plan has no range: nothing to measure")
         runs, removed = [], set()
         for _ in range(rounds):
             one, serial = screen_all(n, 1)
@@ -171,7 +171,6 @@ def main(argv=None) -> dict | None:
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-
     args = parser.parse_args(argv)
     if args.child is not None:
         return child(args.child)
