@@ -1,15 +1,18 @@
-"""The "Releases" view: every release, its last runs, verdicts, parameters,
-metrics and report.  A FastAPI app mounted by the Airflow plugin in
+"""The "Releases" view: every release, its last runs, the privacy and the
+utility verdicts apart (``deid.utility_summary``), who triggered each run
+and with which overrides (when the audit table records them), parameters,
+metrics named in words, and report.  A FastAPI app mounted by the Airflow plugin in
 plugins/releases_plugin.py; every route requires an Airflow login."""
 
 from __future__ import annotations
 
 import html
-import json
 
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
 
+from deid import release_html as rh
+from deid import utility_summary as us
 from deid.paths import reports_root
 
 RUNS_SHOWN = 10
@@ -24,6 +27,11 @@ def _user_dep():
 app = FastAPI(title="De-identified releases", dependencies=[_user_dep()])
 
 
+COLUMNS = ("run_id", "method", "outcome", "seed", "params", "metrics", "verdicts", "error",
+           "report_path", "started_at", "ended_at", "input_rows", "output_rows")
+RECORD_COLUMNS = ("triggered_by", "scope", "overrides")  # shown when the audit table has them
+
+
 def recent_runs(release: str, limit: int = RUNS_SHOWN) -> list[dict]:
     from deid.warehouse import connect
 
@@ -31,12 +39,13 @@ def recent_runs(release: str, limit: int = RUNS_SHOWN) -> list[dict]:
         cur.execute("SELECT to_regclass('audit.release_runs')")
         if cur.fetchone()[0] is None:
             return []
-        cur.execute("SELECT run_id, method, outcome, seed, params, metrics, verdicts, error, "
-                    "report_path, started_at, ended_at, input_rows, output_rows "
-                    "FROM audit.release_runs WHERE release_name = %s "
-                    "ORDER BY ended_at DESC LIMIT %s", (release, limit))
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        cur.execute("SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = 'audit' AND table_name = 'release_runs'")
+        present = {r[0] for r in cur.fetchall()}
+        columns = COLUMNS + tuple(c for c in RECORD_COLUMNS if c in present)
+        cur.execute(f"SELECT {', '.join(columns)} FROM audit.release_runs "
+                    "WHERE release_name = %s ORDER BY ended_at DESC LIMIT %s", (release, limit))
+        return [dict(zip(columns, row)) for row in cur.fetchall()]
 
 
 def _verdict_text(run: dict) -> str:
@@ -47,19 +56,46 @@ def _verdict_text(run: dict) -> str:
     return "all verdicts hold" if not bad else "failed: " + ", ".join(bad)
 
 
+def _method_metrics(run: dict) -> dict:
+    """The method's figures in the audit row (``steps.load`` files them under its name)."""
+    found = (run.get("metrics") or {}).get(run["method"])
+    return found if isinstance(found, dict) else {}
+
+
+def _utility_text(run: dict) -> tuple[str, str]:
+    verdict = us.utility_verdict(run["method"], _method_metrics(run), run.get("verdicts") or {})
+    return verdict.level, verdict.sentence
+
+
+def _details(run: dict) -> str:
+    e = html.escape
+    metrics = run.get("metrics") or {}
+    sections = [(f"metrics: {name}", rh.named_table(v)) for name, v in metrics.items()
+                if isinstance(v, dict)]
+    record = [("scope used", f"<pre>{e(str(run['scope']))}</pre>")] if run.get("scope") else []
+    sections = [("params", rh.named_table(run.get("params") or {},
+                                          rh.param_label(run["method"]))),
+                *record, *sections]
+    return "".join(f"<details><summary>{e(name)}</summary>{body}</details>"
+                   for name, body in sections)
+
+
 def _run_row(release: str, run: dict) -> str:
     report = ""
     if run.get("report_path"):
         name = run["report_path"].rsplit("/", 1)[-1]
         report = f"<a href='reports/{html.escape(release)}/{html.escape(name)}'>report</a>"
     e = html.escape
+    level, utility = _utility_text(run)
+    triggered = e(str(run.get("triggered_by") or ""))
+    if run.get("overrides") not in (None, {}, []):
+        triggered += f"<br>overrides: <code>{e(rh.value_text(run['overrides']))}</code>"
     return (f"<tr><td>{e(str(run['ended_at'])[:19])}</td><td>{e(run['run_id'])}</td>"
             f"<td>{e(run['method'])}</td><td class='{e(run['outcome'])}'>{e(run['outcome'])}</td>"
-            f"<td>{e(_verdict_text(run))}</td><td>{run.get('output_rows') or ''}</td>"
-            f"<td><details><summary>params</summary><pre>{e(json.dumps(run['params'], indent=1))}"
-            f"</pre></details><details><summary>metrics</summary><pre>"
-            f"{e(json.dumps(run['metrics'], indent=1, default=str))}</pre></details></td>"
-            f"<td>{report}</td></tr>")
+            f"<td>{e(_verdict_text(run))}</td>"
+            f"<td class='{rh.UTILITY_CLASS[level]}'><b>{e(level)}</b>: {e(utility)}</td>"
+            f"<td>{triggered}</td><td>{run.get('output_rows') or ''}</td>"
+            f"<td>{_details(run)}</td><td>{report}</td></tr>")
 
 
 @app.get("/releases", response_class=HTMLResponse)
@@ -77,13 +113,15 @@ def releases_page() -> str:
             parts.append("<p>No run yet.</p></section>")
             continue
         parts.append("<table><tr><th>ended</th><th>run</th><th>method</th><th>outcome</th>"
-                     "<th>verdicts</th><th>rows</th><th>details</th><th></th></tr>")
+                     "<th>privacy verdicts</th><th>utility</th><th>triggered by</th><th>rows</th>"
+                     "<th>details</th><th></th></tr>")
         parts += [_run_row(rel.name, r) for r in runs]
         parts.append("</table></section>")
     return ("<!doctype html><html><head><meta charset='utf-8'><title>Releases</title><style>"
             "body{font-family:sans-serif;margin:1em}td,th{border-bottom:1px solid #ddd;"
             "padding:.3em;text-align:left;vertical-align:top}.loaded{color:#17692b}"
-            ".failed{color:#b00020}</style></head><body>" + "".join(parts) + "</body></html>")
+            ".failed{color:#b00020}" + rh.STYLE + "</style></head><body>" + "".join(parts)
+            + "</body></html>")
 
 
 @app.get("/reports/{release}/{name}")

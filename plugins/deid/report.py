@@ -1,9 +1,11 @@
 """A release's report: one HTML page a privacy officer can read.
 
-The verdicts in words, the figures that matter for the method drawn as
-plots (embedded PNG, so the page stands alone), the parameters and the
-metrics.  Only aggregate figures go in: no identifier, no code tied to a
-patient.
+The privacy verdict and the utility verdict apart (a release that keeps
+its guarantee but loses most of its codes is not called a success), the
+utility figures beside the paper's, the verdicts in words, the figures that
+matter for the method drawn as plots (embedded PNG, so the page stands
+alone), the parameters and the metrics, each named in words.  Only
+aggregate figures go in: no identifier, no code tied to a patient.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from deid import release_html as rh
 from deid.paths import reports_root  # noqa: E402
 from deid.staging import safe_name  # noqa: E402
 
@@ -63,28 +65,39 @@ def verdict_sentences(verdicts: dict) -> list[tuple[bool, str]]:
     return out
 
 
+def _without_record(values: dict) -> dict:
+    return {k: v for k, v in values.items() if k != "run_record"}
+
+
 def write_report(release: str, run_id: str, method: str, params: dict, metrics: dict,
                  verdicts: dict, figures: list[tuple[str, object]]) -> Path:
-    sentences = verdict_sentences(verdicts)
-    ok = all(s[0] for s in sentences)
-    parts = [f"<h1>Release {html.escape(release)}</h1>",
-             f"<p>Run <code>{html.escape(run_id)}</code>, method <b>{html.escape(method)}</b>. "
-             f"Verdict: <b class='{'ok' if ok else 'bad'}'>"
-             f"{'every guarantee and check holds' if ok else 'FAILED'}</b>.</p>",
-             "<h2>Verdicts</h2><ul>"]
-    parts += [f"<li class='{'ok' if good else 'bad'}'>{html.escape(s)}</li>"
-              for good, s in sentences]
+    """The page: the privacy and the utility verdicts apart (with the
+    release's thresholds), the run record when there is one, the utility
+    figures beside the paper's (``deid.utility_summary``), the verdicts, the
+    plots, then every parameter and metric named in words."""
+    e = html.escape
+    record = params.get("run_record") or metrics.get("run_record")
+    parts = [f"<h1>Release {e(release)}</h1>",
+             f"<p>Run <code>{e(run_id)}</code>, method <b>{e(method)}</b>.</p>",
+             rh.headline(method, metrics, verdicts), rh.run_record(record),
+             "<h2>Utility beside the paper</h2>", rh.utility_table(method, metrics)]
+    levels = rh.levels_table(metrics)
+    if levels:
+        parts += ["<h2>Generalization levels (Tamersoy 2011, Figs. 13-14)</h2>", levels]
+    parts.append("<h2>Verdicts</h2><ul>")
+    parts += [f"<li class='{'ok' if good else 'bad'}'>{e(s)}</li>"
+              for good, s in verdict_sentences(verdicts)]
     parts.append("</ul><h2>Figures</h2>")
     for title, fig in figures:
-        parts.append(f"<figure><img alt='{html.escape(title)}' "
+        parts.append(f"<figure><img alt='{e(title)}' "
                      f"src='data:image/png;base64,{png(fig)}'>"
-                     f"<figcaption>{html.escape(title)}</figcaption></figure>")
-    parts.append("<h2>Parameters</h2><pre>" + html.escape(json.dumps(params, indent=1)) +
-                 "</pre><h2>Metrics</h2><pre>" +
-                 html.escape(json.dumps(metrics, indent=1, default=str)) + "</pre>")
+                     f"<figcaption>{e(title)}</figcaption></figure>")
+    parts += ["<h2>Parameters</h2>",
+              rh.named_table(_without_record(params), rh.param_label(method)),
+              "<h2>Metrics</h2>", rh.named_table(_without_record(metrics))]
     page = ("<!doctype html><html><head><meta charset='utf-8'><title>Release "
-            f"{html.escape(release)}</title><style>body{{font-family:sans-serif;max-width:60em;"
-            "margin:2em auto}.ok{color:#17692b}.bad{color:#b00020}figure{margin:1em 0}"
+            f"{e(release)}</title><style>body{{font-family:sans-serif;max-width:60em;"
+            "margin:2em auto}figure{margin:1em 0}" + rh.STYLE +
             "</style></head><body>" + "\n".join(parts) + "</body></html>")
     path = report_path(release, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
