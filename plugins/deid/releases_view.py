@@ -36,16 +36,21 @@ def recent_runs(release: str, limit: int = RUNS_SHOWN) -> list[dict]:
     from deid.warehouse import connect
 
     with connect() as conn, conn.cursor() as cur:
-        cur.execute("SELECT to_regclass('audit.release_runs')")
-        if cur.fetchone()[0] is None:
-            return []
-        cur.execute("SELECT column_name FROM information_schema.columns "
-                    "WHERE table_schema = 'audit' AND table_name = 'release_runs'")
-        present = {r[0] for r in cur.fetchall()}
-        columns = COLUMNS + tuple(c for c in RECORD_COLUMNS if c in present)
-        cur.execute(f"SELECT {', '.join(columns)} FROM audit.release_runs "
-                    "WHERE release_name = %s ORDER BY ended_at DESC LIMIT %s", (release, limit))
-        return [dict(zip(columns, row)) for row in cur.fetchall()]
+        return fetch_runs(cur, release, limit)
+
+
+def fetch_runs(cur, release: str, limit: int = RUNS_SHOWN) -> list[dict]:
+    """The release's last runs, with the run-record columns the audit table has."""
+    cur.execute("SELECT to_regclass('audit.release_runs')")
+    if cur.fetchone()[0] is None:
+        return []
+    cur.execute("SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = 'audit' AND table_name = 'release_runs'")
+    present = {r[0] for r in cur.fetchall()}
+    columns = COLUMNS + tuple(c for c in RECORD_COLUMNS if c in present)
+    cur.execute(f"SELECT {', '.join(columns)} FROM audit.release_runs "
+                "WHERE release_name = %s ORDER BY ended_at DESC LIMIT %s", (release, limit))
+    return [dict(zip(columns, row)) for row in cur.fetchall()]
 
 
 def _verdict_text(run: dict) -> str:

@@ -92,7 +92,7 @@ class Figure:
         if self.better == HIGHER:
             return self.paper / 2
         doubled = 2 * self.paper
-        return min(doubled, (self.paper + 1) / 2) if self.bounded and doubled >= 1 else doubled
+        return (self.paper + 1) / 2 if self.bounded and doubled >= 1 else doubled
 
     def value(self, metrics: dict) -> float | None:
         values = [lookup(metrics, k) for k in self.keys]

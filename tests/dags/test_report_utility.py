@@ -154,6 +154,12 @@ def test_failing_utility_threshold_is_below_threshold_and_privacy_still_holds(re
     assert utility.endswith("low utility")
 
 
+def test_risk_words_are_the_pipelines():
+    from deid.steps import RISK_KEYS
+
+    assert set(us.RISK_WORDS) == set(RISK_KEYS)
+
+
 def test_failing_risk_threshold_fails_privacy_not_utility():
     v = verdicts(holds("HHP release"), threshold("risk", "<=", 0.05, False, 0.07))
     ok, words = us.privacy_verdict("hhp", v, {"risk": 0.07})
