@@ -86,11 +86,21 @@ def named_table(values: dict, names=us.label) -> str:
     return "<table class='t'>" + rows + "</table>"
 
 
+SCHEDULED = "no user (the schedule)"
+
+
+def record_value(key: str, value) -> str:
+    """A run-record field in words: no triggering user is the schedule
+    (the audit row's ``triggered_by`` is NULL for a scheduled run)."""
+    if key == "triggered_by" and value is None:
+        return SCHEDULED
+    return "none" if value in (None, "", {}, []) else value_text(value)
+
+
 def run_record(record) -> str:
     """Who or what triggered the run, the scope it used and its overrides."""
     if not isinstance(record, dict):
         return ""
-    items = "".join(f"<dt>{label}</dt><dd>{e(value_text(record.get(key)) or 'none')}</dd>"
-                    if record.get(key) not in ({}, []) else f"<dt>{label}</dt><dd>none</dd>"
+    items = "".join(f"<dt>{label}</dt><dd>{e(record_value(key, record.get(key)))}</dd>"
                     for key, label in RUN_RECORD)
     return f"<dl class='run-record'>{items}</dl>"

@@ -92,7 +92,8 @@ def _run_row(release: str, run: dict) -> str:
         report = f"<a href='reports/{html.escape(release)}/{html.escape(name)}'>report</a>"
     e = html.escape
     level, utility = _utility_text(run)
-    triggered = e(str(run.get("triggered_by") or ""))
+    triggered = e(rh.record_value("triggered_by", run["triggered_by"])) \
+        if "triggered_by" in run else ""
     if run.get("overrides") not in (None, {}, []):
         triggered += f"<br>overrides: <code>{e(rh.value_text(run['overrides']))}</code>"
     return (f"<tr><td>{e(str(run['ended_at'])[:19])}</td><td>{e(run['run_id'])}</td>"

@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from deid import release_html as rh
 from deid.paths import reports_root  # noqa: E402
 from deid.staging import safe_name  # noqa: E402
+from deid.utility_summary import property_words
 
 
 def report_path(release: str, run_id: str) -> Path:
@@ -54,8 +55,9 @@ def verdict_sentences(verdicts: dict) -> list[tuple[bool, str]]:
     for v in verdicts.get("verdicts", []):
         words = "holds" if v["ok"] else "does NOT hold"
         detail = "" if v["ok"] else " (" + "; ".join(v.get("violations", [])[:3]) + ")"
-        out.append((v["ok"], f"{v['property']} {words}, checked on {v.get('checked', '?')} "
-                             f"items{detail}."))
+        sentence = (f"{property_words(v['property'])} {words}, checked on "
+                    f"{v.get('checked', '?')} items{detail}.")
+        out.append((v["ok"], sentence))
     gates = verdicts.get("gates", [])
     failed = [g for g in gates if not g["ok"]]
     out.append((not failed, f"{len(gates) - len(failed)} of {len(gates)} Great Expectations "

@@ -285,6 +285,12 @@ class Threshold:
                 f"{'holds' if self.ok else 'FAILS'} ({fmt(self.value)})")
 
 
+def property_words(prop: str) -> str:
+    """A verdict's property, a threshold's metric named in words."""
+    m = THRESHOLD.match(prop)
+    return f"threshold: {label(m[1])} {'≤' if m[2] == '<=' else '≥'} {m[3]}" if m else prop
+
+
 def thresholds(verdicts: dict, metrics: dict) -> list[Threshold]:
     out = []
     for v in verdicts.get("verdicts", []):

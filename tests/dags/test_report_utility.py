@@ -99,6 +99,7 @@ def test_release_suppressing_most_codes_is_low_utility_while_privacy_holds(rende
     assert "distinct codes suppressed: 85.9%" in utility  # 516 of 601
     assert "meets the paper" not in page.text and "success" not in page.text
     assert "share of code occurrences suppressed ≤ 0.9: holds (0.888)" in page.text
+    assert "threshold: share of code occurrences suppressed ≤ 0.9 holds, checked" in page.text
     assert "low utility" in " ".join(page.classes["bad"])
     assert privacy in " ".join(page.classes["ok"])
 
@@ -193,6 +194,10 @@ def test_run_record_is_shown(render):
         assert words in page.text
     _, utility = headline(page)
     assert utility.startswith("utility meets the paper")  # 8.1% above the theoretical
+    scheduled, _ = render("medco", {}, verdicts(), params={"run_record": {
+        "triggered_by": None, "scope": "TRUE", "overrides": {}}})
+    assert "Triggered byno user (the schedule)" in scheduled.text
+    assert "Overridesnone" in scheduled.text
 
 
 def test_every_metric_is_named_in_words_and_unknown_keys_stay_keys(render):
