@@ -13,7 +13,6 @@ import pandas as pd
 
 from anonymizers.errors import InputError
 
-
 # A header names a few columns; a first line longer than this is not one (a
 # file without a header, or not a CSV file), and parsing it would take minutes.
 HEADER_LIMIT = 64 * 1024
