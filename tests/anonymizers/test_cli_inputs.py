@@ -181,6 +181,24 @@ def test_a_gzip_csv_is_read_and_checked_alike(tmp_path, capsys, name):
     refused(capsys, command(name, tmp_path, bad), bad, ["row 1"], tmp_path / "out")
 
 
+@pytest.mark.parametrize("damage, expected", [
+    (lambda gz: gz[: len(gz) // 2], "cannot be read after row"),
+    (lambda gz: gz[:20] + b"x" * 50 + gz[70:], "cannot be read"),
+    (None, "Is a directory"),
+])
+@pytest.mark.parametrize("name", ["disassociate", "gccens --population", "lda"])
+def test_a_damaged_gzip_or_a_folder_is_refused_in_one_line(tmp_path, capsys, name, damage,
+                                                           expected):
+    import gzip
+    header, rows = setup_files(tmp_path, name)
+    bad = tmp_path / "bad.csv.gz"
+    if damage is None:
+        bad.mkdir()
+    else:
+        bad.write_bytes(damage(gzip.compress(csv_bytes(header, rows * 50))))
+    refused(capsys, command(name, tmp_path, bad), bad, [expected], tmp_path / "out")
+
+
 @pytest.mark.parametrize("name", CSV_COMMANDS)
 def test_a_missing_output_folder_is_refused_before_any_work(tmp_path, capsys, name):
     """Checked before the input is read: a malformed input is not even looked at."""
