@@ -134,15 +134,31 @@ def _data_dir_arg(args: list[str]) -> Path | None:
 
 
 def _live_clients(data: Path) -> list[int]:
-    """Pids pgserver recorded as using the server that are still alive."""
+    """Pids pgserver recorded as using the server whose process still runs.
+
+    A process started after the record was last written is not the one it
+    names (the pid was reused); a zombie has ended.
+    """
     import psutil
 
+    record = data / ".handle_pids.json"
     try:
-        pids = json.loads((data / ".handle_pids.json").read_text())
+        pids, written = json.loads(record.read_text()), record.stat().st_mtime
     except (FileNotFoundError, ValueError):
         return []
-    return sorted(p for p in pids if isinstance(p, int) and p != os.getpid()
-                  and psutil.pid_exists(p))
+    alive = []
+    for pid in pids:
+        if not isinstance(pid, int) or pid == os.getpid():
+            continue
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.create_time() <= written + 1:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+        except psutil.AccessDenied:  # cannot tell: count it
+            alive.append(pid)
+    return sorted(alive)
 
 
 def _shut_down(proc, data: Path) -> None:

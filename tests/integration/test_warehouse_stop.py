@@ -128,6 +128,30 @@ def test_stop_refuses_while_a_recorded_client_lives_and_force_stops(running_with
     assert not postmaster.is_running()
 
 
+@pytest.mark.parametrize("kind", ["zombie", "pid reused after the record"])
+def test_recorded_pids_that_are_no_client_do_not_block_the_stop(running_with_stale_record,
+                                                                kind):
+    var, data = running_with_stale_record
+    postmaster = postmaster_of(data)
+    other = subprocess.Popen(["sleep", "600"])
+    try:
+        record = data / ".handle_pids.json"
+        record.write_text(json.dumps([other.pid]))
+        if kind == "zombie":
+            other.kill()  # not waited for: a zombie until the finally
+            time.sleep(0.2)
+        else:
+            past = time.time() - 100
+            os.utime(record, (past, past))
+        run = stop(var)
+        assert run.returncode == 0, run.stderr
+        assert not postmaster.is_running()
+        assert kind == "zombie" or other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_stop_finds_a_server_whose_pid_file_was_deleted(running_with_stale_record):
     var, data = running_with_stale_record
     postmaster = postmaster_of(data)
