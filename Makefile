@@ -16,6 +16,7 @@ export AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS := 15
 export PYTHONPATH := $(ROOT):$(ROOT)/plugins
 export PATH := $(BIN):$(PATH)
 export GX_ANALYTICS_ENABLED := False
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: venv demo test airflow bench warehouse-stop clean
 
@@ -36,9 +37,22 @@ $(AIRFLOW_HOME)/airflow.db: $(BIN)/activate
 demo: $(AIRFLOW_HOME)/airflow.db
 	$(BIN)/python -m deid.demo
 
-## make test: the whole test suite (unit, property, warehouse, DAG)
-test: $(AIRFLOW_HOME)/airflow.db
+## make test: the whole test suite (unit, property, warehouse, DAG, browser)
+test: $(CHROMIUM) $(AIRFLOW_HOME)/airflow.db
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# The browser test (tests/ui) drives Debian's chromium; as root, make installs it.
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's chromium for the browser test (apt-get update, install)"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null || exit 1; \
+	    test -x $(CHROMIUM) || { echo "error: apt-get installed chromium but there is no $(CHROMIUM)" >&2; exit 1; }; \
+	else \
+	    echo "error: the browser test needs Debian's chromium at $(CHROMIUM), and only root can install it:" >&2; \
+	    echo "  sudo apt-get update && sudo apt-get install -y chromium   (then make test again)" >&2; \
+	    exit 1; \
+	fi
 
 ## make airflow: Airflow UI with the project's DAGs and the warehouse
 airflow: $(AIRFLOW_HOME)/airflow.db
@@ -48,8 +62,16 @@ airflow: $(AIRFLOW_HOME)/airflow.db
 bench: venv
 	$(BIN)/python -m benchmarks.run_all
 
+## make warehouse-stop: stop every embedded PostgreSQL under var/ (the demo's, the
+## tests'), or exit non-zero saying why not (a live client, no permission)
 warehouse-stop:
-	$(BIN)/python -m deid.warehouse stop
+	@if [ -x $(BIN)/python ]; then \
+	    $(BIN)/python -m deid.warehouse stop --under $(ROOT)/var; \
+	elif [ -n "$$(find $(ROOT)/var -name postmaster.pid -print -quit 2>/dev/null)" ]; then \
+	    echo "error: $(ROOT)/var holds a PostgreSQL pid file and $(BIN)/python is missing to stop it: make venv, then make warehouse-stop" >&2; \
+	    exit 1; \
+	fi
 
+## make clean: delete var/, only once no embedded PostgreSQL runs on it
 clean: warehouse-stop
-	rm -rf var
+	rm -rf $(ROOT)/var

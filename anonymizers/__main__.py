@@ -2,6 +2,11 @@
 
 Each command lives in ``anonymizers/cli/<module>.py`` and defines
 ``add_arguments(parser)`` and ``run(args) -> int``.
+
+Exit status: 0 done; 2 the command line or an input file is unusable (bad
+usage, a malformed input, an output folder that is missing), nothing was
+computed or written; 1 a parameter was refused or the release failed its
+verification.  Every error is one line on stderr, without a traceback.
 """
 
 from __future__ import annotations
@@ -10,7 +15,11 @@ import argparse
 import importlib
 import sys
 
-from anonymizers.errors import AnonymizerError
+from anonymizers.cli import check_output_paths
+from anonymizers.errors import AnonymizerError, InputError
+
+# an error message is one line and short, whatever a module put in it
+MESSAGE_LIMIT = 500
 
 COMMANDS = {
     "ppe": ("ppe", "extract a privacy policy (PPE, Loukides et al. 2010, Alg. 1)"),
@@ -46,10 +55,25 @@ def main(argv: list[str] | None = None) -> int:
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
+        check_output_paths(args)
         return module.run(args) or 0
+    except InputError as exc:
+        _error(exc)
+        return 2
     except AnonymizerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(exc)
         return 1
+    except OSError as exc:  # e.g. the disk filled while writing the output
+        _error(f"{exc.filename or 'I/O'}: {exc.strerror or type(exc).__name__}")
+        return 1
+
+
+def _error(message) -> None:
+    """Print ``message`` as one line on stderr, cut at MESSAGE_LIMIT characters."""
+    line = " ".join(str(message).split())
+    if len(line) > MESSAGE_LIMIT:
+        line = line[:MESSAGE_LIMIT] + " [...]"
+    print(f"error: {line}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anonymizers.errors import InputError, ParameterError
+from anonymizers.io import read_json
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "utility_policies"
 
@@ -76,10 +77,7 @@ def load_utility_policy(name_or_path: str, strip_dots: bool = False) -> UtilityP
         if not path.is_file():
             raise ParameterError("utility_policy", f"{name_or_path!r} is neither a file nor a "
                                  f"bundled policy ({', '.join(bundled())})")
-        try:
-            obj = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), f"not valid JSON: {exc.msg}", row=exc.lineno) from None
+        obj = read_json(path)
         policy = from_json(obj, str(path))
     return policy.strip_dots() if strip_dots else policy
 

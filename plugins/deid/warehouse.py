@@ -4,15 +4,20 @@ If ``AIRFLOW_CONN_WAREHOUSE`` is set (an Airflow connection URI, or any way
 Airflow can resolve the ``warehouse`` connection id when running inside
 Airflow) that server is used and nothing is started.  Otherwise a PostgreSQL
 from the ``pgserver`` package is started with its data in ``var/warehouse``
-(it keeps running for later tasks; ``python -m deid.warehouse stop`` stops it).
+(it keeps running for later tasks; ``python -m deid.warehouse stop`` stops it,
+or exits non-zero saying why not).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 import logging
 import os
+import signal
 import sys
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import psycopg2
@@ -65,12 +70,123 @@ def start_embedded():
     return server.get_uri()
 
 
-def stop_embedded() -> None:
-    import pgserver
+class StopError(RuntimeError):
+    """The embedded server could not be stopped; the message says why."""
 
-    if (embedded_dir() / "postmaster.pid").exists():
-        server = pgserver.get_server(embedded_dir(), cleanup_mode="stop")
-        server.cleanup()
+
+# how long a fast shutdown (SIGINT: clients disconnected, then a checkpoint) may
+# take before the immediate one (SIGQUIT: crash recovery at the next start)
+FAST_SHUTDOWN_S = 60
+IMMEDIATE_SHUTDOWN_S = 10
+
+
+def stop_embedded(data_dir: Path | None = None, force: bool = False) -> str:
+    """Stop the embedded PostgreSQL whose data is in ``data_dir`` (default
+    ``var/warehouse``) and say what was done; StopError says why it could not.
+
+    The server is found from its own pid file (``postmaster.pid``), not from
+    pgserver's record of client processes: that record keeps the pids of
+    processes that died without removing themselves (a killed task), and
+    pgserver's own cleanup stops the server only when no other pid is recorded,
+    so it left the server running whenever one had.  Live recorded clients
+    make it refuse unless ``force``.
+    """
+    data = Path(data_dir or embedded_dir()).resolve()
+    proc = _postmaster(data)
+    if proc is None:
+        return f"{data}: no PostgreSQL is running"
+    clients = _live_clients(data)
+    if clients and not force:
+        raise StopError(f"{data}: PostgreSQL (pid {proc.pid}) is in use by live client "
+                        f"process(es) {clients}; stop them first, or stop --force")
+    _shut_down(proc, data)
+    (data / ".handle_pids.json").unlink(missing_ok=True)  # its clients' server is gone
+    return f"{data}: stopped PostgreSQL (pid {proc.pid})"
+
+
+def _postmaster(data: Path):
+    """The running postmaster of ``data``: the pid in its pid file, or (a pid
+    file deleted under a running server) a postgres process started with
+    ``-D data``.  A pid file whose pid is gone or now another program's is
+    stale: nothing runs."""
+    import psutil
+
+    try:
+        pid = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+        candidates = [pid] if psutil.pid_exists(pid) else []
+    except (FileNotFoundError, ValueError):
+        candidates = psutil.pids()
+    for pid in candidates:
+        try:
+            proc = psutil.Process(pid)
+            if proc.name() == "postgres" and _data_dir_arg(proc.cmdline()) == data:
+                return proc
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return None
+
+
+def _data_dir_arg(args: list[str]) -> Path | None:
+    for flag, value in itertools.pairwise(args):
+        if flag == "-D":
+            return Path(value).resolve()
+    return None
+
+
+def _live_clients(data: Path) -> list[int]:
+    """Pids pgserver recorded as using the server whose process still runs.
+
+    A process started after the record was last written is not the one it
+    names (the pid was reused); a zombie has ended.
+    """
+    import psutil
+
+    record = data / ".handle_pids.json"
+    try:
+        pids, written = json.loads(record.read_text()), record.stat().st_mtime
+    except (FileNotFoundError, ValueError):
+        return []
+    alive = []
+    for pid in pids:
+        if not isinstance(pid, int) or pid == os.getpid():
+            continue
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.create_time() <= written + 1:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+        except psutil.AccessDenied:  # cannot tell: count it
+            alive.append(pid)
+    return sorted(alive)
+
+
+def _shut_down(proc, data: Path) -> None:
+    """PostgreSQL's fast shutdown, then its immediate one; StopError if it outlives both."""
+    import psutil
+
+    for sig, wait_s in ((signal.SIGINT, FAST_SHUTDOWN_S), (signal.SIGQUIT, IMMEDIATE_SHUTDOWN_S)):
+        try:
+            proc.send_signal(sig)
+            proc.wait(wait_s)
+            return
+        except psutil.NoSuchProcess:
+            return
+        except psutil.AccessDenied:
+            raise StopError(f"{data}: not allowed to signal PostgreSQL (pid {proc.pid}, "
+                            f"user {_user(proc)}); run the stop as that user or root") from None
+        except psutil.TimeoutExpired:
+            continue
+    waited = FAST_SHUTDOWN_S + IMMEDIATE_SHUTDOWN_S
+    raise StopError(f"{data}: PostgreSQL (pid {proc.pid}) still runs {waited} s after "
+                    "its fast and immediate shutdown signals")
+
+
+def _user(proc) -> str:
+    try:
+        return proc.username()
+    except Exception:  # noqa: BLE001 - only for the message
+        return "unknown"
 
 
 def dsn() -> str:
@@ -111,14 +227,54 @@ def ensure_schemas() -> None:
             cur.execute(sql_text("roles.sql"))
 
 
-if __name__ == "__main__":
-    cmd = sys.argv[1] if len(sys.argv) > 1 else "start"
+def data_dirs_under(root: Path) -> list[Path]:
+    """The PostgreSQL data directories below ``root`` (the demo's, the tests')."""
+    return sorted(p.parent for p in Path(root).rglob("PG_VERSION")
+                  if (p.parent / "global").is_dir())
+
+
+USAGE = "usage: python -m deid.warehouse start | init | stop [--force] [--under DIR | DATA_DIR ...]"
+
+
+def main(argv: list[str]) -> int:
+    """``start`` prints the DSN; ``init`` creates the schemas; ``stop`` stops the
+    embedded server of each data directory (default ``var/warehouse``; ``--under
+    DIR``: every one below DIR) and exits 1 if one could not be stopped."""
+    cmd, rest = (argv[0], argv[1:]) if argv else ("start", [])
     if cmd == "start":
         print(dsn())
-    elif cmd == "stop":
-        stop_embedded()
     elif cmd == "init":
         ensure_schemas()
         print("schemas ready")
+    elif cmd == "stop":
+        return _stop_command(rest)
     else:
-        sys.exit(f"usage: python -m deid.warehouse start|stop|init (got {cmd!r})")
+        print(f"{USAGE} (got {cmd!r})", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _stop_command(args: list[str]) -> int:
+    force = "--force" in args
+    args = [a for a in args if a != "--force"]
+    if args[:1] == ["--under"] and len(args) == 2:
+        dirs = data_dirs_under(Path(args[1]))
+        if not dirs:
+            print(f"{args[1]}: no PostgreSQL data directory below it")
+    elif any(a.startswith("-") for a in args):
+        print(USAGE, file=sys.stderr)
+        return 2
+    else:
+        dirs = [Path(a) for a in args] or [embedded_dir()]
+    failed = 0
+    for data in dirs:
+        try:
+            print(stop_embedded(data, force=force))
+        except StopError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            failed = 1
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -85,12 +85,12 @@ def test_bad_input_files_fail_with_a_message(files, capsys):
     tmp, _ = files
     (tmp / "bad.csv").write_text("patient,code\n1,401\n")
     assert main(["disassociate", "--k", "3", "--m", "2", "--seed", "1", "--input",
-                 str(tmp / "bad.csv"), "--output", str(tmp / "o.json")]) == 1
+                 str(tmp / "bad.csv"), "--output", str(tmp / "o.json")]) == 2
     assert "patient_id" in capsys.readouterr().err
     (tmp / "bad.json").write_text(json.dumps({"k": 3, "m": 2, "clusters": [{"size": 2}]}))
     assert main(["reconstruct", "--input", str(tmp / "bad.json"), "--seed", "1",
-                 "--output", str(tmp / "o.csv")]) == 1
+                 "--output", str(tmp / "o.csv")]) == 2
     assert "clusters[0]" in capsys.readouterr().err
     (tmp / "overlap.json").write_text(json.dumps([["401.0"], ["401.0"]]))
-    assert disassociate(tmp, "--utility-policy", str(tmp / "overlap.json")) == 1
+    assert disassociate(tmp, "--utility-policy", str(tmp / "overlap.json")) == 2
     assert "disjoint" in capsys.readouterr().err

@@ -52,7 +52,7 @@ def test_missing_column_names_the_file(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("patient,code\n1,401\n")
     assert main(["cluster-codes", "--min-anonymity-set", "1", "--input", str(bad),
-                 "--output", str(tmp_path / "c.json")]) == 1
+                 "--output", str(tmp_path / "c.json")]) == 2
     err = capsys.readouterr().err
     assert "bad.csv" in err and "patient_id" in err
 
@@ -73,7 +73,7 @@ def test_bad_clusters_file(patients, tmp_path, capsys, content, message):
     clusters.write_text(content)
     out = tmp_path / "released.csv"
     assert main(["dummies", "--clusters", str(clusters), "--seed", "1", "--input", str(patients),
-                 "--output", str(out), "--dummy-map", str(tmp_path / "m.csv")]) == 1
+                 "--output", str(out), "--dummy-map", str(tmp_path / "m.csv")]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
 

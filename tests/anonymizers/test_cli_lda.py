@@ -62,9 +62,9 @@ def test_user_errors_exit_1(pairs_csv, tmp_path, capsys, args, message):
 
 def test_missing_input_and_bad_age(tmp_path, capsys):
     assert main(["lda", "--k", "2", "--input", str(tmp_path / "nope.csv"),
-                 "--output", str(tmp_path / "o.json")]) == 1
+                 "--output", str(tmp_path / "o.json")]) == 2
     assert "file not found" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("patient_id,code,age\n1,401.1,40\n2,401.1,forty\n")
-    assert main(["lda", "--k", "1", "--input", str(bad), "--output", str(tmp_path / "o.json")]) == 1
+    assert main(["lda", "--k", "1", "--input", str(bad), "--output", str(tmp_path / "o.json")]) == 2
     assert "row 2, field 'age'" in capsys.readouterr().err

@@ -54,11 +54,11 @@ def test_ppe_reports_user_errors(files, capsys):
     tmp, _, records, _ = files
     out = tmp / "policy.json"
     assert main(["ppe", "--k", "2", "--filter", "single-visit", "--input", str(records),
-                 "--output", str(out)]) == 1
+                 "--output", str(out)]) == 2
     assert "visit_id" in capsys.readouterr().err and not out.exists()
     assert main(["ppe", "--k", "0", "--input", str(records), "--output", str(out)]) == 1
     assert "'k'" in capsys.readouterr().err
-    assert main(["ppe", "--k", "2", "--input", str(tmp / "none.csv"), "--output", str(out)]) == 1
+    assert main(["ppe", "--k", "2", "--input", str(tmp / "none.csv"), "--output", str(out)]) == 2
     assert "file not found" in capsys.readouterr().err
 
 
