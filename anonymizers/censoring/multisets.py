@@ -89,8 +89,7 @@ def _occurrences(df: pd.DataFrame, source: str) -> np.ndarray:
     bad = ~(np.isfinite(values) & (values >= 1) & (values == np.floor(values)))
     if bad.any():
         row = int(bad.argmax())
-        raise InputError(source, f"count must be a positive integer, got {df[COUNT].iloc[row]!r}",
-                         row=row + 1, field=COUNT)
+        raise InputError(source, "count must be a positive integer", row=row + 1, field=COUNT)
     return values.astype(np.int64)
 
 
@@ -107,15 +106,14 @@ def check_sample_in_population(sample: Multisets, population: Multisets) -> None
     rows = pd.Index(population.patients).get_indexer(sample.patients)
     if (rows < 0).any():
         i = int(np.flatnonzero(rows < 0)[0])
-        raise InputError("sample", f"patient {sample.patients[i]!r} is not in the population; "
-                         "the sample must be drawn from the population (Tamersoy 2011, III.2)",
-                         row=None, field=PATIENT)
+        # the patient's position, never the id: an error line must not echo a patient value
+        raise InputError("sample", f"the sample's patient no. {i + 1} (in patient-id order) is "
+                         "not in the population; the sample must be drawn from the population "
+                         "(Tamersoy 2011, III.2)", row=None, field=PATIENT)
     excess = (sample.counts - population.counts[rows]).tocoo()
     over = excess.data > 0
     if over.any():
         i, j = int(excess.row[over][0]), int(excess.col[over][0])
-        have = int(sample.counts[i, j])
-        raise InputError("sample", f"patient {sample.patients[i]!r} has code "
-                         f"{sample.codes[j]!r} {have} time(s), more than the population "
-                         f"record ({have - int(excess.data[over][0])}); the sample must be "
-                         "drawn from the population (Tamersoy 2011, III.2)", field=CODE)
+        raise InputError("sample", f"the sample's patient no. {i + 1} (in patient-id order) has "
+                         f"code no. {j + 1} more times than the population record; the sample "
+                         "must be drawn from the population (Tamersoy 2011, III.2)", field=CODE)

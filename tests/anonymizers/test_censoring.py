@@ -218,12 +218,13 @@ def test_k_larger_than_the_population_is_refused():
 
 
 def test_sample_must_come_from_the_population():
-    with pytest.raises(InputError, match="'Zoe' is not in the population"):
-        gccens(long({**SAMPLE, "Zoe": ["250"]}), long(POPULATION), GCCensConfig(k=2))
-    with pytest.raises(InputError, match="'Alan' has code '250' 2 time"):
-        gccens(long({"Alan": ["250", "250"]}), long(POPULATION), GCCensConfig(k=2))
-    with pytest.raises(InputError, match="'Dan' has code '272'"):
-        gccens(long({"Dan": ["272"]}), long(POPULATION), GCCensConfig(k=2))
+    # the error names the patient's position, never the id or the code
+    for sample, message in [({**SAMPLE, "Zoe": ["250"]}, "is not in the population"),
+                            ({"Alan": ["250", "250"]}, "patient no. 1 .* has code no. 1 more"),
+                            ({"Dan": ["272"]}, "patient no. 1 .* has code no. 1 more")]:
+        with pytest.raises(InputError, match=message) as caught:
+            gccens(long(sample), long(POPULATION), GCCensConfig(k=2))
+        assert not any(name in str(caught.value) for name in ("Zoe", "Alan", "Dan", "'250'", "'272'"))
 
 
 def test_a_sample_record_may_be_part_of_its_population_record():

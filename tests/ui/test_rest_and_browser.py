@@ -55,7 +55,7 @@ def test_task_logs_carry_no_source_ids_or_secrets(rest_run, airflow_server, ware
 
 def test_releases_view_in_a_browser(rest_run, airflow_server):
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`make test` does, as root)")
     from playwright.sync_api import sync_playwright
 
     run_id, _ = rest_run
