@@ -5,7 +5,7 @@
 --
 --   deid_loader  what a release run needs and nothing more: read source; build
 --                tables in release_build and swap them into release (it owns
---                the tables of both); add and replace its run's restricted rows;
+--                the tables it makes); add and replace its run's restricted rows;
 --                append audit rows (and read them, for the Releases view).  It
 --                creates no schema and changes no table of source, restricted
 --                or audit.
@@ -16,8 +16,6 @@
 --   ALTER ROLE etl SET role = 'deid_loader';  -- its tables belong to deid_loader
 --   CREATE ROLE analyst LOGIN PASSWORD '...' IN ROLE deid_reader;
 -- The second line lets any loader login replace a release another one loaded.
--- Run this as a superuser or as an owner who may SET ROLE deid_loader (the
--- release tables are handed to deid_loader below).
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'deid_loader') THEN
@@ -37,15 +35,10 @@ GRANT USAGE ON SCHEMA source TO deid_loader;
 GRANT SELECT ON ALL TABLES IN SCHEMA source TO deid_loader;
 ALTER DEFAULT PRIVILEGES IN SCHEMA source GRANT SELECT ON TABLES TO deid_loader;
 
+-- A run replaces a release table, so it must own it: release tables loaded
+-- before by another login are handed over once, with
+-- ALTER TABLE release.<name> OWNER TO deid_loader (admin_setup --loader does it).
 GRANT USAGE, CREATE ON SCHEMA release, release_build TO deid_loader;
-DO $$
-DECLARE t record;
-BEGIN
-    FOR t IN SELECT schemaname, tablename FROM pg_tables
-             WHERE schemaname IN ('release', 'release_build') AND tableowner <> 'deid_loader' LOOP
-        EXECUTE format('ALTER TABLE %I.%I OWNER TO deid_loader', t.schemaname, t.tablename);
-    END LOOP;
-END $$;
 
 GRANT USAGE ON SCHEMA restricted, audit TO deid_loader;
 GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA restricted TO deid_loader;

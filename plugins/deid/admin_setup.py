@@ -10,7 +10,8 @@ once, with an owner connection::
 (or a DBA runs sql/source_schema.sql, sql/release_schema.sql and sql/roles.sql
 with psql, in that order).  Running it again is harmless and brings an older
 warehouse up to date.  ``--loader``/``--reader`` give existing logins their
-role.  The embedded warehouse is set up this way by ``warehouse.ensure_schemas``;
+role; ``--loader`` also hands the release tables already there to
+``deid_loader``, since a run replaces its table and only an owner may.  The embedded warehouse is set up this way by ``warehouse.ensure_schemas``;
 on a configured one, ``ensure_schemas`` (every run's ``prepare``) only checks,
 with ``check_ready``, that this was done and that the run's login may do what
 a run does, so that a missing right stops the run at its start, not at its load.
@@ -37,6 +38,16 @@ NEEDS = (*((s, ("USAGE",)) for s in SCHEMAS),
            for t in ("dummy_map", "token_keys", "privacy_policies")),
          ("audit.release_runs", ("SELECT", "INSERT")))
 LOCK = 8817  # one DDL at a time (concurrent tasks of the embedded warehouse)
+# A run replaces a release table, which only its owner may do.  Needs a
+# superuser or an owner who may SET ROLE deid_loader.
+HAND_OVER = """DO $$
+DECLARE t record;
+BEGIN
+    FOR t IN SELECT tablename FROM pg_tables
+             WHERE schemaname = 'release' AND tableowner <> 'deid_loader' LOOP
+        EXECUTE format('ALTER TABLE release.%I OWNER TO deid_loader', t.tablename);
+    END LOOP;
+END $$"""
 
 
 def setup(loader: str | None = None, reader: str | None = None) -> None:
@@ -48,6 +59,8 @@ def setup(loader: str | None = None, reader: str | None = None) -> None:
         for login, role in ((loader, "deid_loader"), (reader, "deid_reader")):
             if login:
                 grant_login(cur, login, role)
+        if loader:  # runs move to a loader login: it must own what earlier runs loaded
+            cur.execute(HAND_OVER)
 
 
 def grant_login(cur, login: str, role: str) -> None:
@@ -116,7 +129,8 @@ def check_ready() -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deid.admin_setup",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--loader", help="existing login to make a deid_loader member")
+    parser.add_argument("--loader", help="existing login to make a deid_loader member "
+                                         "(release tables already there go to deid_loader)")
     parser.add_argument("--reader", help="existing login to make a deid_reader member")
     args = parser.parse_args(argv)
     setup(args.loader, args.reader)
