@@ -2,7 +2,7 @@
 --   release      the de-identified tables readers may see (swapped in atomically)
 --   release_build  where a run builds its tables before the swap (loader only)
 --   restricted   what must never reach readers: which pseudonyms are dummies,
---                token keys, privacy policies (rare code combinations)
+--                token-key fingerprints, privacy policies (rare code combinations)
 --   audit        one row per run, successful or not
 CREATE SCHEMA IF NOT EXISTS release;
 CREATE SCHEMA IF NOT EXISTS release_build;
@@ -41,16 +41,24 @@ CREATE TABLE IF NOT EXISTS restricted.dummy_map (
     PRIMARY KEY (release_name, run_id, pseudonym)
 );
 
--- The HMAC key that turned codes into tokens for a release (MedCo), so that
--- the data owner can map tokens back to codes.  Readers of the release cannot
--- read this schema; the key's source of truth is the Airflow variable.
+-- Which key made a release's code tokens (MedCo): its fingerprint only
+-- (deid.secret).  The key itself lives only in Airflow's secrets.
 CREATE TABLE IF NOT EXISTS restricted.token_keys (
     release_name text NOT NULL,
     run_id       text NOT NULL,
     key_sha256   text NOT NULL,   -- fingerprint, to tell keys apart without reading them
     PRIMARY KEY (release_name, run_id)
 );
-ALTER TABLE restricted.token_keys ADD COLUMN IF NOT EXISTS token_key text;
+-- Earlier versions kept the key in clear here: drop it, and rewrite the table
+-- (DROP COLUMN alone leaves the values in the data file; CLUSTER copies the
+-- rows with the dropped column emptied into a new file).
+DO $$ BEGIN
+    IF EXISTS (SELECT FROM information_schema.columns WHERE table_schema = 'restricted'
+               AND table_name = 'token_keys' AND column_name = 'token_key') THEN
+        ALTER TABLE restricted.token_keys DROP COLUMN token_key;
+        CLUSTER restricted.token_keys USING token_keys_pkey;
+    END IF;
+END $$;
 
 -- The PPE privacy policy a run extracted (what the generalization methods consume).
 CREATE TABLE IF NOT EXISTS restricted.privacy_policies (

@@ -33,10 +33,6 @@ def tokenize(codes: pd.Series, key: bytes) -> pd.Series:
     return codes.map(table)
 
 
-def key_fingerprint(key: bytes) -> str:
-    return hashlib.sha256(b"fingerprint:" + key).hexdigest()
-
-
 def table_ddl(block: str, table: str) -> str:
     """The CREATE TABLE of ``-- name: block`` in sql/release_tables.sql."""
     text = sql_text("release_tables.sql")
@@ -117,11 +113,9 @@ def _write_restricted(cur, release, run_id, restricted: dict) -> None:
         dm = restricted["dummy_map"].assign(release_name=release, run_id=run_id)
         copy_frame(cur, "restricted.dummy_map",
               dm[["release_name", "run_id", "pseudonym", "is_dummy", "made_from"]])
-    if restricted.get("token_key"):
-        key = restricted["token_key"]
-        cur.execute("INSERT INTO restricted.token_keys (release_name, run_id, key_sha256, "
-                    "token_key) VALUES (%s, %s, %s, %s)",
-                    (release, run_id, key_fingerprint(key.encode()), key))
+    if restricted.get("key_sha256"):  # the key's fingerprint (deid.secret), not the key
+        cur.execute("INSERT INTO restricted.token_keys (release_name, run_id, key_sha256) "
+                    "VALUES (%s, %s, %s)", (release, run_id, restricted["key_sha256"]))
     policy = restricted.get("policy")
     if policy:
         copy_frame(cur, "restricted.privacy_policies", policy_frame(policy, release, run_id))

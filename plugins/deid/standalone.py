@@ -33,7 +33,11 @@ def environment() -> dict:
     env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] = str(
         var_dir() / "airflow" / "passwords.json")
     env["AIRFLOW__API__PORT"] = str(PORT)
-    env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] = f"http://localhost:{PORT}/execution/"
+    # this machine only unless configured (Airflow's default, 0.0.0.0, is every interface)
+    host = env.setdefault("AIRFLOW__API__HOST", "127.0.0.1")
+    local = "localhost" if host in ("0.0.0.0", "::", "") else host
+    local = f"[{local}]" if ":" in local else local  # an IPv6 address in a URL
+    env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] = f"http://{local}:{PORT}/execution/"
     env.setdefault("AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION", "False")
     # The task supervisor notices a task's exit within one heartbeat interval
     # when the process outlives its sockets (a large heap to free): 5 s by
@@ -49,10 +53,12 @@ def main() -> int:
 
     print(f"warehouse source tables: {ensure_demo_data()}")
     user, password = login()
-    print(f"Airflow UI: http://localhost:{PORT}  login: {user} / {password}")
-    print(f"Releases view: http://localhost:{PORT}/deid/releases")
+    env = environment()
+    url = env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].removesuffix("/execution/")
+    print(f"Airflow UI: {url}  login: {user} / {password}")
+    print(f"Releases view: {url}/deid/releases")
     sys.stdout.flush()
-    os.execvpe("airflow", ["airflow", "standalone"], environment())
+    os.execvpe("airflow", ["airflow", "standalone"], env)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlparse
 
 import psycopg2
 
-from deid.paths import sql_text, var_dir
+from deid.paths import var_dir
 
 CONN_ID = "warehouse"
 
@@ -218,13 +218,15 @@ def connect(autocommit: bool = False, readonly: bool = False):
 
 
 def ensure_schemas() -> None:
-    """Create the source and release schemas if they are missing (idempotent)."""
-    with connect() as conn, conn.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(8817)")  # concurrent tasks: one DDL at a time
-        cur.execute(sql_text("source_schema.sql"))
-        cur.execute(sql_text("release_schema.sql"))
-        if is_embedded():  # on a configured server the DBA runs sql/roles.sql
-            cur.execute(sql_text("roles.sql"))
+    """Embedded: create or update schemas, tables and roles (we own it).
+    Configured: only check that the owner's one-time setup was done and that
+    this login may run a release (``deid.admin_setup``); a run creates nothing."""
+    from deid import admin_setup
+
+    if is_embedded():
+        admin_setup.setup()
+    else:
+        admin_setup.check_ready()
 
 
 def data_dirs_under(root: Path) -> list[Path]:

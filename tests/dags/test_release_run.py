@@ -7,6 +7,7 @@ import os
 import pytest
 from deid import staging
 from deid.demo_data import load_synthetic
+from deid.secret import key_fingerprint
 
 pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
 
@@ -70,9 +71,9 @@ def test_medco_release_end_to_end(medco_run, source_ids, warehouse):
     assert dict(dummy_flags)[False] == len(pseudonyms) - dict(dummy_flags).get(True, 0)
     assert _query(warehouse, "SELECT count(*) FROM restricted.privacy_policies WHERE run_id = %s",
                   run.run_id)[0][0] > 0
-    (key,), = _query(warehouse, "SELECT token_key FROM restricted.token_keys WHERE run_id = %s",
-                     run.run_id)
-    assert key == os.environ["AIRFLOW_VAR_DEID_TOKEN_KEY"]
+    (fingerprint,), = _query(warehouse, "SELECT key_sha256 FROM restricted.token_keys "
+                             "WHERE run_id = %s", run.run_id)
+    assert fingerprint == key_fingerprint(os.environ["AIRFLOW_VAR_DEID_TOKEN_KEY"])
     (risk_after,), = _query(warehouse, "SELECT risk_after FROM audit.release_runs "
                             "WHERE run_id = %s", run.run_id)
     assert risk_after["guarantees_verified"] and all(risk_after["guarantees_verified"].values())

@@ -14,7 +14,7 @@ import pandas as pd
 
 from deid import load as load_mod
 from deid import validation
-from deid.secret import pseudonym_key
+from deid.secret import code_token_key, key_fingerprint, pseudonym_key
 
 TITLE = "MedCo dummy patients"
 PARAMS = {
@@ -77,7 +77,7 @@ def gates(run, params, source) -> list:
 
 def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
     released = pd.read_parquet(run.path("released.parquet"))
-    tokens = load_mod.tokenize(released["code"], token_key.encode())
+    tokens = load_mod.tokenize(released["code"], code_token_key(token_key))
     return {"medco_records": pd.DataFrame({"patient_pseudonym": released["patient_id"],
                                            "code_token": tokens})}
 
@@ -89,7 +89,7 @@ def restricted(run, params, token_key: str) -> dict:
     return {"dummy_map": pd.DataFrame({"pseudonym": dummy_map["pseudonym"],
                                        "is_dummy": dummy_map["is_dummy"],
                                        "made_from": made_from}),
-            "token_key": token_key}
+            "key_sha256": key_fingerprint(token_key)}  # never the key itself
 
 
 def figures(run, params) -> list:
