@@ -121,3 +121,11 @@ def test_k_is_allowed_exactly_when_not_lower(tmp_path_factory, file_k, run_k):
     else:
         with pytest.raises(OverrideRefused, match=f"k: {run_k} is weaker"):
             _run(release, k=run_k)
+
+
+def test_the_issue_trigger_is_refused_by_the_repository_file():
+    """Issue 26: {"k": 2} on deid_gccens_repeated_codes loaded a k=2 release
+    although the file says 5."""
+    release = load_release(ROOT / "releases" / "gccens_repeated_codes.yaml")
+    with pytest.raises(OverrideRefused, match="k: 2 is weaker than the release file's 5"):
+        resolve(release, {**release.params, "scope": release.scope, "k": 2})

@@ -6,33 +6,25 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 from deid import staging
 from deid.demo_data import load_synthetic
 from deid.methods import METRICS
 
+from tests.dags.release_copies import TEST_POLICY, write_copies
+
 pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
 
-ROOT = Path(__file__).resolve().parents[2]
 CONF = {"k": 3, "min_anonymity_set": 5, "n_clusters": None, "seed": 11}
-# The release file is the run's policy (deid.overrides): the tests' copies of
-# the repository's files hold the protection 300 synthetic members allow and
-# the settings the tests set, so that their confs change only what a trigger may.
-TEST_POLICY = {"medco_codes": {"k": 3, "min_anonymity_set": 5, "seed": 11},
-               "gccens_repeated_codes": {"k": 3}, "ugaclip_diagnoses": {"k": 3},
-               "disassociation_diagnoses": {"k": 3, "seed": 5, "refine_window": 4},
-               "lda_trajectories": {"k": 3}, "hhp_claims": {"hhp_iterations": 50, "seed": 7}}
-# beside them a bad file, which must cost only its own DAG
+# beside the tests' copies of the release files, a bad file, which must cost
+# only its own DAG
 BROKEN = "name: broken\nmethod: medco\nparams: {k: 1}\n"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def release_files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("releases")
-    for path in sorted((ROOT / "releases").glob("*.yaml")):
-        raw = yaml.safe_load(path.read_text())
-        raw["params"].update(TEST_POLICY[raw["name"]])
-        (folder / path.name).write_text(yaml.safe_dump(raw))
+    """The release files are the runs' policies: the tests' copies allow
+    k = 3 on 300 synthetic members, and CONF is the medco copy's policy."""
+    folder = write_copies(tmp_path_factory.mktemp("releases"))
     (folder / "broken.yaml").write_text(BROKEN)
     before = os.environ.get("DEID_RELEASES_DIR")
     os.environ["DEID_RELEASES_DIR"] = str(folder)
