@@ -30,6 +30,11 @@ CREATE TABLE IF NOT EXISTS audit.release_runs (
     report_path    text,
     PRIMARY KEY (release_name, run_id, ended_at)
 );
+-- Who triggered the run (Airflow's triggering user; NULL for a scheduled run),
+-- the scope it extracted and the parameters it changed from its release file.
+ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS triggered_by text;
+ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS scope text;
+ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS overrides jsonb;
 
 -- Which released pseudonyms are dummies (MedCo), by release and run.
 CREATE TABLE IF NOT EXISTS restricted.dummy_map (

@@ -7,16 +7,18 @@ verify_policy (PPE's verifier) runs beside the method's steps, between
 privacy_policy and validate.
 Partitioned steps (screening, a method's ``MAPPED`` steps) are mapped tasks
 over batches, so Airflow's executor spreads them over its workers.
-The trigger form offers every method with its parameters in a section of
-its own, prefilled from the release file; Airflow validates them (types,
-enums, bounds) before the run starts, and ``choose_method`` re-checks the
-chosen method's parameters together.
+The release file fixes the method: the DAG has only its steps.  The trigger
+form offers its parameters, prefilled from the file; Airflow validates them
+(types, enums, bounds) before the run starts, and ``prepare`` decides the
+run's parameters under the file's policy (``deid.overrides``) once, in
+staging, for every task: a run the file does not allow fails there.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import gc
+import logging
 
 from deid import secret, steps
 from deid.airflow_glue import (
@@ -25,91 +27,122 @@ from deid.airflow_glue import (
     no_retry_on_bad_data,
     on_task_failure,
 )
-from deid.methods import COMMON_PARAMS, METHODS, check_params, param_schemas
-from deid.releases import Release, load_all
+from deid.methods import COMMON_PARAMS, METHODS, STRONGER
+from deid.overrides import rule
+from deid.releases import Release, load_all_with_errors, load_for_dag
 
+log = logging.getLogger(__name__)
 UI_KEYS = ("title", "description", "default")
+SCOPE_HELP = ("SQL filter over the claims (alias c): c.desynpuf_id and c.clm_from_dt, "
+              "constants, comparisons, IN, BETWEEN, LIKE, AND/OR/NOT, IS NULL, casts and "
+              "date/text functions; anything else (subqueries, other tables or functions) "
+              "stops the run.")
+RULE_HELP = {"fixed": "Fixed by the release file.", "any": "A trigger may change it.",
+             "stronger": "A trigger may only make it stronger ({way}).",
+             "narrower": "A trigger may only narrow it (ANDed with the release file's)."}
 
 
 def form_params(release: Release) -> dict:
+    """The trigger form: the release's method's parameters (and PPE's),
+    prefilled from the file, each saying what a trigger may do with it."""
     from airflow.sdk import Param
 
-    params = {
-        "method": Param(release.method, enum=sorted(METHODS), title="Method",
-                        description="The anonymization method of this run.", section="Method"),
-        "scope": Param(release.scope, type="string", title="Source scope",
-                       description="SQL filter over the claims (alias c): c.desynpuf_id and "
-                       "c.clm_from_dt, constants, comparisons, IN, BETWEEN, LIKE, AND/OR/NOT, "
-                       "IS NULL, casts and date/text functions; anything else (subqueries, "
-                       "other tables or functions) stops the run.", section="Method"),
-    }
-    sections = [("Privacy policy (PPE)", COMMON_PARAMS)]
-    sections += [(module.TITLE, module.PARAMS) for module in METHODS.values()]
-    for section, schemas in sections:
+    params = {"scope": Param(release.scope, type="string", title="Source scope",
+                             description=f"{SCOPE_HELP} {_rule_help(release, 'scope')}",
+                             section="Scope")}
+    module = METHODS[release.method]
+    for section, schemas in (("Privacy policy (PPE)", COMMON_PARAMS), (module.TITLE, module.PARAMS)):
         for name, schema in schemas.items():
-            if name in params:
-                continue  # shared by two methods: one field
-            value = release.params.get(name, schema["default"])
             rest = {k: v for k, v in schema.items() if k not in UI_KEYS}
-            params[name] = Param(value, title=schema["title"], description=schema["description"],
-                                 section=section, **rest)
+            params[name] = Param(release.params[name], title=schema["title"],
+                                 description=f"{schema['description']} "
+                                 f"{_rule_help(release, name)}", section=section, **rest)
     return params
 
 
-def method_params(params: dict) -> dict:
-    """The chosen method's parameters (plus the common ones), as the audit records them."""
-    return {name: params[name] for name in param_schemas(params["method"]) if name in params}
+def _rule_help(release: Release, name: str) -> str:
+    how, way = rule(release, name), STRONGER.get(name)
+    if how == "stronger" and way == "narrower":
+        return RULE_HELP["narrower"]
+    if how == "stronger":
+        order = " < ".join(map(str, way)) if isinstance(way, tuple) else way
+        return RULE_HELP[how].format(way=order)
+    return RULE_HELP[how]
 
 
 def release_dags() -> dict:
-    """dag_id -> DAG for every release file (each is read and checked), or
-    only the DAG Airflow's parsing context names: a task's process parses the
-    DAG file again before it runs and needs only its own DAG (Airflow's
-    "optimizing DAG parsing delays during execution").  In a task's process
-    (the CLI's ``dags test`` names a DAG but no task) the collector's objects
-    are then frozen: its modules and DAG live until it exits, so full
-    collections need not walk them again."""
+    """dag_id -> DAG for every good release file, each read and checked on
+    its own (a bad file is logged and loses only its own DAG), or only the
+    DAG Airflow's parsing context names, from its own file alone: a task's
+    process parses the DAG file again before it runs and needs only its own
+    DAG (Airflow's "optimizing DAG parsing delays during execution").  In a
+    task's process (the CLI's ``dags test`` names a DAG but no task) the
+    collector's objects are then frozen: its modules and DAG live until it
+    exits, so full collections need not walk them again."""
     from airflow.sdk import get_parsing_context
 
     context = get_parsing_context()
-    dags = {r.dag_id: build_dag(r) for r in load_all() if context.dag_id in (None, r.dag_id)}
+    if context.dag_id is not None:
+        releases = load_for_dag(context.dag_id)
+    else:
+        releases, errors = load_all_with_errors()
+        for path, field, problem in errors:
+            log.error("Release file %s has no DAG: field %r: %s", path.name, field, problem)
+    dags = {}
+    for release in releases:
+        try:
+            dags[release.dag_id] = build_dag(release)
+        except Exception:  # one release's DAG must not take the others' down
+            if context.dag_id is not None:
+                raise
+            log.exception("Release file %s has no DAG: it could not be built", release.path.name)
     if context.task_id is not None:
         gc.freeze()
     return dags
 
 
 def build_dag(release: Release):
-    from airflow.sdk import DAG, task
+    from airflow.sdk import DAG, get_current_context, task
 
     default_args = {"owner": "deid", "retries": 2, "retry_delay": dt.timedelta(seconds=30),
                     "retry_exponential_backoff": True,
                     "on_failure_callback": on_task_failure(release.name, release.method)}
-    doc = f"**{release.name}** (v{release.version}, `{release.path.name}`): " \
-          f"{release.description}\n\n{__doc__}"
+    doc = f"**{release.name}** (v{release.version}, `{release.path.name}`, method " \
+          f"`{release.method}`): {release.description}\n\n{__doc__}"
+    method = release.method
+
+    def decided() -> dict:
+        """What ``prepare`` decided for this run: params, scope, run_record."""
+        return steps.run_params(current_run(release.name))
+
     with DAG(dag_id=release.dag_id, schedule=release.schedule, start_date=dt.datetime(2026, 1, 1),
              catchup=False, max_active_runs=1, params=form_params(release),
-             default_args=default_args, tags=["deid", release.method], doc_md=doc) as dag:
-
-        @task(multiple_outputs=False)
-        def prepare() -> dict:
-            return steps.prepare(current_run(release.name))
+             default_args=default_args, tags=["deid", method], doc_md=doc) as dag:
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
-        def extract(params=None) -> dict:
-            return steps.extract(current_run(release.name), params["scope"])
+        def prepare(params=None) -> dict:
+            user = getattr(get_current_context()["dag_run"], "triggering_user_name", None)
+            return steps.prepare(current_run(release.name), release, dict(params), user)
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
-        def privacy_policy(params=None) -> dict:
+        def extract() -> dict:
+            return steps.extract(current_run(release.name), decided()["scope"])
+
+        @task(multiple_outputs=False)
+        @no_retry_on_bad_data
+        def privacy_policy() -> dict:
+            params = decided()["params"]
             return steps.privacy_policy(current_run(release.name), params["k"],
                                         params["ppe_filter"])
 
         @task
         @no_retry_on_bad_data
-        def screen_plan(params=None) -> list:
+        def screen_plan() -> list:
+            run = decided()
             return steps.screen_plan(current_run(release.name), release.screening_policy,
-                                     params["screen_batch_members"], params["scope"])
+                                     run["params"]["screen_batch_members"], run["scope"])
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
@@ -125,34 +158,32 @@ def build_dag(release: Release):
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
-        def verify_policy(params=None) -> dict:
+        def verify_policy() -> dict:
             return steps.verify_policy(current_run(release.name))
 
         @task.branch(retries=0)
-        @no_retry_on_bad_data
-        def choose_method(params=None) -> str:
-            check_params(params["method"], method_params(params))
-            return f"{params['method']}_{METHODS[params['method']].STEPS[0]}"
+        def choose_method() -> str:
+            return f"{method}_{METHODS[method].STEPS[0]}"
 
         @task(trigger_rule="none_failed_min_one_success", retries=0, multiple_outputs=False)
         @no_retry_on_bad_data
-        def validate(params=None) -> dict:
-            return steps.validate(current_run(release.name), params["method"],
-                                  method_params(params), release.thresholds)
+        def validate() -> dict:
+            return steps.validate(current_run(release.name), method, decided()["params"],
+                                  release.thresholds)
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
-        def report(params=None) -> dict:
-            return steps.report(current_run(release.name), params["method"],
-                                method_params(params))
+        def report() -> dict:
+            run = decided()
+            return steps.report(current_run(release.name), method, run["params"],
+                                run["run_record"])
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
-        def load(started: dict, extracted: dict, policy: dict, written: dict,
-                 params=None) -> dict:
-            run = current_run(release.name)
-            chosen = method_params(params)
-            audit = {**audit_base(release.name, params["method"], chosen, started["started_at"]),
+        def load(started: dict, extracted: dict, policy: dict, written: dict) -> dict:
+            run, chosen = current_run(release.name), decided()
+            audit = {**audit_base(release.name, method, chosen["params"], started["started_at"]),
+                     **steps.audit_record(chosen["run_record"]),
                      "run_id": run.run_id, "input_rows": extracted["rows"],
                      "policy_versions": {"release_file": release.version,
                                          "screening": release.screening_policy},
@@ -160,7 +191,7 @@ def build_dag(release: Release):
                      "metrics": {"extract": extracted, "ppe": policy,
                                  "screen": _screened(release)},
                      "report_path": written["report_path"]}
-            return steps.load(run, params["method"], chosen, secret.token_key(),
+            return steps.load(run, method, chosen["params"], secret.token_key(),
                               release.destination, audit)
 
         @task(multiple_outputs=False)
@@ -178,10 +209,9 @@ def build_dag(release: Release):
         started >> extracted
         policy >> chooser
         policy >> verify_policy() >> checked
-        for method, module in METHODS.items():
-            first, last = _method_chain(release.name, method, module)
-            chooser >> first
-            last >> checked
+        first, last = _method_chain(release.name, method, METHODS[method])
+        chooser >> first
+        last >> checked
         written = report()
         loaded = load(started, extracted, policy, written)
         checked >> written >> loaded >> cleanup().as_teardown(setups=started)
@@ -224,8 +254,10 @@ def _method_task(release_name: str, method: str, step: str):
 
     @task(task_id=f"{method}_{step}", multiple_outputs=False)
     @no_retry_on_bad_data
-    def run_step(batch=None, params=None) -> dict:
-        return steps.method_step(current_run(release_name), method, step,
-                                 {**method_params(params), "scope": params["scope"]}, batch)
+    def run_step(batch=None) -> dict:
+        run = current_run(release_name)
+        decided = steps.run_params(run)
+        return steps.method_step(run, method, step,
+                                 {**decided["params"], "scope": decided["scope"]}, batch)
 
     return run_step

@@ -136,8 +136,10 @@ def policy_frame(policy: dict, release: str, run_id: str) -> pd.DataFrame:
 
 AUDIT_COLUMNS = ("release_name", "run_id", "method", "params", "seed", "policy_versions",
                  "input_rows", "output_rows", "risk_before", "risk_after", "metrics",
-                 "verdicts", "code_version", "started_at", "outcome", "error", "report_path")
-JSON_COLUMNS = {"params", "policy_versions", "risk_before", "risk_after", "metrics", "verdicts"}
+                 "verdicts", "code_version", "started_at", "outcome", "error", "report_path",
+                 "triggered_by", "scope", "overrides")
+JSON_COLUMNS = {"params", "policy_versions", "risk_before", "risk_after", "metrics", "verdicts",
+                "overrides"}
 
 
 def insert_audit(cur, row: dict) -> None:

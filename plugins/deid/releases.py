@@ -1,23 +1,33 @@
 """Release configurations: ``releases/<name>.yaml``, one scheduled DAG each.
 
 A file names the source scope, the screening policy, the method and its
-parameters, validation thresholds, the schedule and the destination table.
-``load_release`` checks every field and raises ``ReleaseConfigError`` naming
-the file and the field, so that a bad file fails DAG parsing (and the DagBag
-test) instead of a run.
+parameters, validation thresholds, what a trigger may change, the schedule
+and the destination table.  It is the approved policy of the release: a run
+uses its method and at least its protection (``deid.overrides``).
+
+``load_release`` checks one file and raises ``ReleaseConfigError`` naming
+the file and the field.  Each file is read and checked on its own
+(``load_all_with_errors``): a bad file loses its own DAG and no other, and
+a task reads only its own file (``load_for_dag``).  Airflow records import
+errors per Python file, and an import error on ``dags/releases.py`` marks
+every DAG of that file as broken (``airflow.dag_processing.collection``),
+so a bad release file is not raised as one: its error is logged by the DAG
+processor and listed, with file and field, by ``load_all_with_errors`` for
+the Releases view.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from anonymizers.errors import InputError
-from deid.methods import COMMON_PARAMS, METHODS, check_params
+from deid.methods import METHODS, METRICS, STRONGER, check_params, param_schemas
 from deid.paths import ROOT
 from deid.scope import checked as checked_scope
 
@@ -25,13 +35,16 @@ NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", None}
 SCREENING_POLICIES = [None, "none", "hhp-2012-v1"]  # anonymizers/data/hhp/screening_policy_v1.yaml
 FIELDS = {"name", "version", "description", "schedule", "scope", "screening_policy",
-          "method", "params", "thresholds", "destination"}
+          "method", "params", "thresholds", "overrides", "destination"}
+#: what a release file may say a trigger may do with a parameter (deid.overrides)
+OVERRIDE_RULES = ("stronger", "any", "fixed")
+DAG_PREFIX = "deid_"
 
 
 class ReleaseConfigError(ValueError):
     def __init__(self, path: Path, field: str, problem: str):
         super().__init__(f"{path.name}: field {field!r}: {problem}")
-        self.path, self.field = path, field
+        self.path, self.field, self.problem = path, field, problem
 
 
 @dataclass(frozen=True)
@@ -43,14 +56,15 @@ class Release:
     scope: str
     screening_policy: str | None
     method: str
-    params: dict
+    params: dict  # every parameter of the method: the file's, else its default
     thresholds: dict = field(default_factory=dict)
     destination: str = ""
     path: Path | None = None
+    overrides: dict = field(default_factory=dict)  # parameter -> OVERRIDE_RULES, as written
 
     @property
     def dag_id(self) -> str:
-        return f"deid_{self.name}"
+        return f"{DAG_PREFIX}{self.name}"
 
 
 def load_release(path: Path) -> Release:
@@ -62,21 +76,24 @@ def load_release(path: Path) -> Release:
         raise ReleaseConfigError(path, "(file)", "must be a mapping of fields")
     _check_fields(path, raw)
     method = raw["method"]
-    params = {**{k: v["default"] for k, v in COMMON_PARAMS.items()}, **(raw.get("params") or {})}
+    file_params = _mapping(path, raw, "params")
     try:
-        check_params(method, params)
+        check_params(method, file_params)
     except ValueError as exc:
         field_name, _, problem = str(exc).partition(": ")
         raise ReleaseConfigError(path, f"params.{field_name}", problem) from None
-    dest = (raw.get("destination") or {}).get("table", raw["name"])
+    dest = (_mapping(path, raw, "destination")).get("table", raw["name"])
     if not NAME.match(str(dest)):
         raise ReleaseConfigError(path, "destination.table", f"must match {NAME.pattern}")
-    return Release(name=raw["name"], version=int(raw.get("version", 1)),
+    defaults = {name: schema["default"] for name, schema in param_schemas(method).items()}
+    return Release(name=raw["name"], version=_version(path, raw.get("version", 1)),
                    description=str(raw.get("description", "")).strip(),
                    schedule=raw.get("schedule"), scope=str(raw.get("scope", "TRUE")),
                    screening_policy=raw.get("screening_policy") if raw.get("screening_policy")
-                   != "none" else None, method=method, params=params,
-                   thresholds=dict(raw.get("thresholds") or {}), destination=dest, path=path)
+                   != "none" else None, method=method, params={**defaults, **file_params},
+                   thresholds=_thresholds(path, method, _mapping(path, raw, "thresholds")),
+                   destination=dest, path=path,
+                   overrides=_overrides(path, method, _mapping(path, raw, "overrides")))
 
 
 def _check_fields(path: Path, raw: dict) -> None:
@@ -88,6 +105,9 @@ def _check_fields(path: Path, raw: dict) -> None:
             raise ReleaseConfigError(path, required, "missing")
     if not NAME.match(str(raw["name"])):
         raise ReleaseConfigError(path, "name", f"must match {NAME.pattern}")
+    if raw["name"] != path.stem:
+        raise ReleaseConfigError(path, "name", f"{raw['name']!r} must be the file's name "
+                                 f"without .yaml ({path.stem!r}): a task reads only its file")
     if raw["method"] not in METHODS:
         raise ReleaseConfigError(path, "method", f"unknown method {raw['method']!r}; "
                                  f"available: {sorted(METHODS)}")
@@ -99,6 +119,50 @@ def _check_fields(path: Path, raw: dict) -> None:
     if raw.get("screening_policy") not in SCREENING_POLICIES:
         raise ReleaseConfigError(path, "screening_policy", f"unknown policy "
                                  f"{raw.get('screening_policy')!r}; known: {SCREENING_POLICIES}")
+
+
+def _mapping(path: Path, raw: dict, name: str) -> dict:
+    value = raw.get(name) or {}
+    if not isinstance(value, dict):
+        raise ReleaseConfigError(path, name, f"must be a mapping, not {value!r}")
+    return value
+
+
+def _version(path: Path, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ReleaseConfigError(path, "version", f"must be a whole number from 1, not {value!r}")
+    return value
+
+
+def _thresholds(path: Path, method: str, thresholds: dict) -> dict:
+    """``max_<metric>`` / ``min_<metric>``: a number, over a metric the method measures."""
+    known = METRICS[method]
+    for name, limit in thresholds.items():
+        bound, _, metric = str(name).partition("_")
+        if bound not in ("max", "min") or metric not in known:
+            raise ReleaseConfigError(path, f"thresholds.{name}", f"not max_<metric> or "
+                                     f"min_<metric> over a metric of {method}; its metrics: "
+                                     f"{', '.join(known)}")
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+            raise ReleaseConfigError(path, f"thresholds.{name}", f"must be a number, not "
+                                     f"{limit!r}")
+    return dict(thresholds)
+
+
+def _overrides(path: Path, method: str, overrides: dict) -> dict:
+    """What a trigger may do with each named parameter (or ``scope``)."""
+    names = set(param_schemas(method)) | {"scope"}
+    for name, rule in overrides.items():
+        where = f"overrides.{name}"
+        if name not in names:
+            raise ReleaseConfigError(path, where, f"not a parameter of {method} nor scope; "
+                                     f"known: {sorted(names)}")
+        if rule not in OVERRIDE_RULES:
+            raise ReleaseConfigError(path, where, f"{rule!r}: must be one of {OVERRIDE_RULES}")
+        if rule == "stronger" and name not in STRONGER:
+            raise ReleaseConfigError(path, where, "has no stronger direction "
+                                     "(deid.methods.STRONGER): say any or fixed")
+    return dict(overrides)
 
 
 def _check_schedule(path: Path, schedule) -> None:
@@ -115,11 +179,46 @@ def releases_dir() -> Path:
     return Path(os.environ.get("DEID_RELEASES_DIR", ROOT / "releases"))
 
 
-def load_all(folder: Path | None = None) -> list[Release]:
+ConfigProblem = tuple[Path, str, str]  # (file, field, problem)
+
+
+def load_all_with_errors(folder: Path | None = None) -> tuple[list[Release], list[ConfigProblem]]:
+    """The good releases, and (file, field, problem) for every file refused.
+
+    Each file is checked on its own; then two files with the same
+    destination table are both refused, each naming the other."""
     folder = folder or releases_dir()
-    releases = [load_release(p) for p in sorted(folder.glob("*.yaml"))]
-    names = [r.name for r in releases]
-    dup = {n for n in names if names.count(n) > 1}
-    if dup:
-        raise ReleaseConfigError(folder, "name", f"used by more than one file: {sorted(dup)}")
+    releases, errors = [], []
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            releases.append(load_release(path))
+        except ReleaseConfigError as exc:
+            errors.append((path, exc.field, exc.problem))
+    by_table = defaultdict(list)
+    for release in releases:
+        by_table[release.destination].append(release)
+    for table, group in by_table.items():
+        for release in group if len(group) > 1 else ():
+            others = ", ".join(r.path.name for r in group if r is not release)
+            errors.append((release.path, "destination.table",
+                           f"release.{table} is also the destination of {others}"))
+    refused = {path for path, _, _ in errors}
+    return [r for r in releases if r.path not in refused], sorted(errors)
+
+
+def load_all(folder: Path | None = None) -> list[Release]:
+    """Every release, or ``ReleaseConfigError`` for the first file refused."""
+    releases, errors = load_all_with_errors(folder)
+    if errors:
+        raise ReleaseConfigError(*errors[0])
     return releases
+
+
+def load_for_dag(dag_id: str, folder: Path | None = None) -> list[Release]:
+    """The release of ``dag_id`` read from its own file alone (a task's parse):
+    ``deid_<name>`` is ``<name>.yaml``; none for another DAG id."""
+    name = dag_id.removeprefix(DAG_PREFIX)
+    path = (folder or releases_dir()) / f"{name}.yaml"
+    if not dag_id.startswith(DAG_PREFIX) or not NAME.match(name) or not path.is_file():
+        return []
+    return [load_release(path)]

@@ -54,11 +54,41 @@ class Run:
                 if isinstance(v, (int, float, str, bool)) or v is None}
 
 
-def prepare(run: Run) -> dict:
+RUN_PARAMS = "run_params.json"
+
+
+def prepare(run: Run, release=None, requested: dict | None = None,
+            triggered_by: str | None = None) -> dict:
+    """Staging, and the run's parameters under its release file's policy
+    (``deid.overrides``), decided once for every task: a run the file does
+    not allow stops here, before anything is extracted."""
     ensure_schemas()
     load_mod.drop_stale_builds(run.release, run.run_id)
     run.dir  # noqa: B018 - creates the owner-only staging folder
-    return {"started_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+    started = dt.datetime.now(dt.timezone.utc).isoformat()
+    if release is not None:
+        _resolve_run(run, release, requested or {}, triggered_by)
+    return {"started_at": started}
+
+
+def _resolve_run(run: Run, release, requested: dict, triggered_by: str | None) -> None:
+    from deid import overrides
+
+    record = {"triggered_by": triggered_by, "scope": None, "overrides": {}}
+    try:
+        resolved = overrides.resolve(release, requested)
+    except overrides.OverrideRefused as exc:
+        run.write_json(RUN_PARAMS, {"params": None, "scope": None,
+                                    "run_record": {**record, "overrides": exc.requested}})
+        raise ValidationFailed(str(exc)) from exc
+    run.write_json(RUN_PARAMS, {"params": resolved.params, "scope": resolved.scope,
+                                "run_record": {**record, "scope": resolved.scope,
+                                               "overrides": resolved.overrides}})
+
+
+def run_params(run: Run) -> dict:
+    """``{"params", "scope", "run_record"}`` as ``prepare`` decided them."""
+    return run.read_json(RUN_PARAMS)
 
 
 def extract(run: Run, scope: str = "TRUE") -> dict:
@@ -219,15 +249,17 @@ def _threshold_verdicts(metrics: dict, thresholds: dict) -> list[dict]:
     return out
 
 
-def report(run: Run, method: str, params: dict) -> dict:
-    """The release's HTML report (kept with the release, outside staging)."""
+def report(run: Run, method: str, params: dict, run_record: dict | None = None) -> dict:
+    """The release's HTML report (kept with the release, outside staging);
+    ``run_record`` (who triggered, scope, overrides) goes in with the parameters."""
     from deid.report import policy_figure, write_report
 
     module = METHODS[method]
     policy = run.read_json("policy.json")
     figures = [("Risk before: privacy constraints found by PPE", policy_figure(policy)),
                *module.figures(run, params)]
-    path = write_report(run.release, run.run_id, method, params, methods.metrics(run),
+    shown = {**params, "run_record": run_record} if run_record is not None else params
+    path = write_report(run.release, run.run_id, method, shown, methods.metrics(run),
                         run.read_json("verdicts.json"), figures)
     return {"report_path": str(path)}
 
@@ -267,7 +299,25 @@ def risk_after(verdicts: dict, metrics: dict) -> dict:
 
 
 def record_failure(run: Run, audit: dict, error: str) -> None:
-    load_mod.record_failure({**audit, "error": error[:2000]})
+    """The failed run's audit row, with what ``prepare`` decided (the
+    parameters used, who triggered, the scope, the overrides) when it got that far."""
+    load_mod.record_failure({**audit, **_run_columns(run), "error": error[:2000]})
+
+
+def _run_columns(run: Run) -> dict:
+    path = staging.run_dir(run.release, run.run_id, create=False) / RUN_PARAMS
+    if not path.exists():
+        return {}
+    staged = json.loads(path.read_text())
+    used = {"params": staged["params"], "seed": int(staged["params"].get("seed", 0))} \
+        if staged["params"] else {}
+    return {**used, **audit_record(staged["run_record"])}
+
+
+def audit_record(run_record: dict) -> dict:
+    """The audit row's columns of a run record."""
+    return {"triggered_by": run_record.get("triggered_by"), "scope": run_record.get("scope"),
+            "overrides": run_record.get("overrides")}
 
 
 def cleanup(run: Run) -> bool:

@@ -1,4 +1,5 @@
-"""Release files: a bad one fails DAG parsing with its file and field named."""
+"""Release files: each is checked on its own; a bad one is refused with its
+file and field named, and loses only its own DAG."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from deid.releases import ReleaseConfigError, load_all, load_release
+from deid import releases as releases_mod
+from deid.releases import (
+    ReleaseConfigError,
+    load_all,
+    load_all_with_errors,
+    load_for_dag,
+    load_release,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = """name: example
@@ -37,6 +45,20 @@ def test_every_release_file_in_the_repository_parses():
     (("method: disassociation", "method: ugaclip"), "params.m"),
     (("utility_policy: icd9-level-1", "utility_policy: nonsense"), "params.utility_policy"),
     (("table: example", "table: Robert'); DROP TABLE x"), "destination.table"),
+    (("name: example", "name: other"), "name"),  # the name is the file's
+    (("method: disassociation", "method: disassociation\nversion: one"), "version"),
+    (("method: disassociation", "method: disassociation\nthresholds: {max_aer: 10}"),
+     "thresholds.max_aer"),
+    (("method: disassociation", "method: disassociation\nthresholds: {max_are_w2: ten}"),
+     "thresholds.max_are_w2"),
+    (("method: disassociation", "method: disassociation\nthresholds: {max_ilm: 0.9}"),
+     "thresholds.max_ilm"),  # a metric of another method
+    (("method: disassociation", "method: disassociation\noverrides: {kk: any}"),
+     "overrides.kk"),
+    (("method: disassociation", "method: disassociation\noverrides: {k: weaker}"),
+     "overrides.k"),
+    (("method: disassociation", "method: disassociation\noverrides: {seed: stronger}"),
+     "overrides.seed"),  # a seed has no stronger direction
 ])
 def test_config_errors_name_the_file_and_field(tmp_path, change, field):
     path = _write(tmp_path, GOOD.replace(*change))
@@ -64,18 +86,65 @@ def test_ugaclip_without_a_utility_policy_is_refused(tmp_path):
         load_release(_write(tmp_path, text))
 
 
+def test_thresholds_over_the_methods_metrics_load():
+    release = load_release(ROOT / "releases" / "disassociation_diagnoses.yaml")
+    assert release.thresholds == {"max_are_w2": 10.0}
+
+
+def test_two_files_with_one_destination_are_both_refused(tmp_path):
+    _write(tmp_path, GOOD)
+    _write(tmp_path, GOOD.replace("name: example", "name: copy"), "copy.yaml")
+    _write(tmp_path, GOOD.replace("name: example", "name: apart").replace(
+        "table: example", "table: apart"), "apart.yaml")
+    releases, errors = load_all_with_errors(tmp_path)
+    assert [r.name for r in releases] == ["apart"]
+    assert [(p.name, f) for p, f, _ in errors] == [("copy.yaml", "destination.table"),
+                                                    ("example.yaml", "destination.table")]
+    assert "example.yaml" in errors[0][2] and "copy.yaml" in errors[1][2]
+    with pytest.raises(ReleaseConfigError, match="release.example is also the destination"):
+        load_all(tmp_path)
+
+
+def test_a_bad_file_beside_good_ones_is_refused_alone(tmp_path):
+    _write(tmp_path, GOOD)
+    _write(tmp_path, GOOD.replace("name: example", "name: broken").replace("k: 5", "k: 1")
+           .replace("table: example", "table: broken"), "broken.yaml")
+    releases, errors = load_all_with_errors(tmp_path)
+    assert [r.name for r in releases] == ["example"]
+    (path, field, problem), = errors
+    assert (path.name, field) == ("broken.yaml", "params.k") and "minimum" in problem
+
+
+def test_a_dag_reads_only_its_own_release_file(tmp_path, monkeypatch):
+    _write(tmp_path, GOOD)
+    _write(tmp_path, "k: 1\n", "broken.yaml")
+    read = []
+    load = releases_mod.load_release
+    monkeypatch.setattr(releases_mod, "load_release", lambda p: read.append(p.name) or load(p))
+    assert [r.name for r in load_for_dag("deid_example", tmp_path)] == ["example"]
+    assert read == ["example.yaml"]
+    assert load_for_dag("deid_missing", tmp_path) == [] and load_for_dag("other", tmp_path) == []
+    with pytest.raises(ReleaseConfigError, match="broken.yaml"):
+        load_for_dag("deid_broken", tmp_path)
+
+
 @pytest.mark.airflow
-def test_a_bad_release_file_is_a_dagbag_import_error(tmp_path, monkeypatch):
+def test_a_bad_release_file_loses_only_its_own_dag(tmp_path, monkeypatch, capsys, caplog):
     from airflow.dag_processing.dagbag import DagBag
 
     releases, dags = tmp_path / "releases", tmp_path / "dags"
     releases.mkdir()
     dags.mkdir()
     shutil.copy(ROOT / "dags" / "releases.py", dags / "releases.py")
-    _write(releases, GOOD.replace("k: 5", "k: 1"), "broken.yaml")
+    _write(releases, GOOD)
+    _write(releases, GOOD.replace("name: example", "name: broken").replace("k: 5", "k: 1")
+           .replace("table: example", "table: broken"), "broken.yaml")
     monkeypatch.setenv("DEID_RELEASES_DIR", str(releases))
     bag = DagBag(dag_folder=str(dags))
-    assert len(bag.import_errors) == 1
-    message = next(iter(bag.import_errors.values()))
-    assert "broken.yaml" in message and "params.k" in message
+    assert bag.import_errors == {} and sorted(bag.dags) == ["deid_example"]
+    # the DAG processor's log names the file and the field (through structlog
+    # to stdout, or to the logging records once Airflow's logging is set up)
+    lines = [r.getMessage() for r in caplog.records] or capsys.readouterr().out.splitlines()
+    logged = [line for line in lines if "has no DAG" in line]
+    assert len(logged) == 1 and "broken.yaml" in logged[0] and "params.k" in logged[0], logged
     assert os.environ["DEID_RELEASES_DIR"] == str(releases)

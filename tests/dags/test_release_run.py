@@ -3,15 +3,37 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from deid import staging
 from deid.demo_data import load_synthetic
+from deid.methods import METRICS
 from deid.secret import key_fingerprint
+
+from tests.dags.release_copies import TEST_POLICY, write_copies
 
 pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
 
 CONF = {"k": 3, "min_anonymity_set": 5, "n_clusters": None, "seed": 11}
+# beside the tests' copies of the release files, a bad file, which must cost
+# only its own DAG
+BROKEN = "name: broken\nmethod: medco\nparams: {k: 1}\n"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def release_files(tmp_path_factory):
+    """The release files are the runs' policies: the tests' copies allow
+    k = 3 on 300 synthetic members, and CONF is the medco copy's policy."""
+    folder = write_copies(tmp_path_factory.mktemp("releases"))
+    (folder / "broken.yaml").write_text(BROKEN)
+    before = os.environ.get("DEID_RELEASES_DIR")
+    os.environ["DEID_RELEASES_DIR"] = str(folder)
+    yield folder
+    if before is None:
+        del os.environ["DEID_RELEASES_DIR"]
+    else:
+        os.environ["DEID_RELEASES_DIR"] = before
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -26,7 +48,21 @@ def medco_dag():
 
     bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
     assert not bag.import_errors
+    assert sorted(bag.dags) == sorted(f"deid_{name}" for name in TEST_POLICY)  # not broken
     return bag.get_dag("deid_medco_codes")
+
+
+def _fresh_dag(dag_id: str):
+    """A DAG of its own: dag.test() leaves a run's conf in its DAG's params."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(dag_id)
+
+
+def _measured(method: str, metrics: dict) -> None:
+    """Every metric a release file may bound (deid.methods.METRICS) is measured."""
+    missing = [m for m in METRICS[method] if not isinstance(metrics.get(m), (int, float))]
+    assert not missing, f"{method} declares metrics it does not measure: {missing}"
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +102,11 @@ def test_medco_release_end_to_end(medco_run, source_ids, warehouse):
     assert (outcome, seed, out_rows) == ("loaded", 11, len(rows))
     assert all(v["ok"] for v in verdicts["verdicts"]) and verdicts["gates"]
     assert params["k"] == 3 and "method" not in params
+    (metrics, triggered_by, overrides), = _query(
+        warehouse, "SELECT metrics, triggered_by, overrides FROM audit.release_runs "
+        "WHERE release_name = 'medco_codes' AND run_id = %s", run.run_id)
+    _measured("medco", metrics["medco"])
+    assert triggered_by == "dag_test" and overrides == {}  # CONF is the file's policy
     dummy_flags = _query(warehouse, "SELECT is_dummy, count(*) FROM restricted.dummy_map "
                          "WHERE run_id = %s GROUP BY is_dummy", run.run_id)
     assert dict(dummy_flags)[False] == len(pseudonyms) - dict(dummy_flags).get(True, 0)
@@ -111,10 +152,11 @@ def test_gccens_release_keeps_k_map(source_ids, warehouse):
     assert rows and {c for _, c, _ in rows} <= {"250", "272", "401", "724"}
     assert max(n for _, _, n in rows) <= 2
     assert not {p for p, _, _ in rows} & source_ids
-    (outcome, verdicts), = _query(warehouse, "SELECT outcome, verdicts FROM audit.release_runs "
-                                  "WHERE run_id = %s AND release_name = 'gccens_repeated_codes'",
-                                  run.run_id)
-    assert outcome == "loaded"
+    (outcome, verdicts, metrics, overrides), = _query(
+        warehouse, "SELECT outcome, verdicts, metrics, overrides FROM audit.release_runs "
+        "WHERE run_id = %s AND release_name = 'gccens_repeated_codes'", run.run_id)
+    assert outcome == "loaded" and overrides == {"cap": {"file": 3, "run": 2}}  # a lower cap
+    _measured("gccens", metrics["gccens"])
     assert any("k-map" in v["property"] and v["ok"] for v in verdicts["verdicts"])
 
 
@@ -130,9 +172,11 @@ def test_ugaclip_release_holds_every_constraint(source_ids, warehouse):
     assert held and items
     assert {i for _, i in held} <= {i for i, _ in items}
     assert not {p for p, _ in held} & source_ids
-    (verdicts,), = _query(warehouse, "SELECT verdicts FROM audit.release_runs WHERE run_id = %s"
-                          " AND release_name = 'ugaclip_diagnoses'", run.run_id)
+    (verdicts, metrics), = _query(warehouse, "SELECT verdicts, metrics FROM audit.release_runs "
+                                  "WHERE run_id = %s AND release_name = 'ugaclip_diagnoses'",
+                                  run.run_id)
     assert all(v["ok"] for v in verdicts["verdicts"]) and len(verdicts["verdicts"]) >= 3
+    _measured("ugaclip", metrics["ugaclip"])
 
 
 def test_disassociation_release_keeps_k_m_anonymity(source_ids, warehouse):
@@ -150,7 +194,7 @@ def test_disassociation_release_keeps_k_m_anonymity(source_ids, warehouse):
                                   "WHERE run_id = %s AND release_name = "
                                   "'disassociation_diagnoses'", run.run_id)
     assert all(v["ok"] for v in verdicts["verdicts"])
-    assert "are_w2" in metrics["disassociation"]
+    _measured("disassociation", metrics["disassociation"])
 
 
 def test_lda_release_is_k_anonymous(source_ids, warehouse):
@@ -170,6 +214,9 @@ def test_lda_release_is_k_anonymous(source_ids, warehouse):
         counts[tuple(t)] = counts.get(tuple(t), 0) + 1
     assert rows and min(counts.values()) >= 3
     assert not set(trajectories) & source_ids
+    (metrics,), = _query(warehouse, "SELECT metrics FROM audit.release_runs WHERE run_id = %s "
+                         "AND release_name = 'lda_trajectories'", run.run_id)
+    _measured("lda", metrics["lda"])
 
 
 def test_hhp_release_meets_max_sup_whatever_the_search_tasks(source_ids, warehouse):
@@ -198,6 +245,7 @@ def test_hhp_release_meets_max_sup_whatever_the_search_tasks(source_ids, warehou
                                   "'hhp_claims'", run.run_id)
     assert metrics["hhp"]["risk"] <= 0.05 and policies["hhp_policy"] == "hhp-2012-v1"
     assert metrics["hhp"]["lattice_parts"] == 5
+    _measured("hhp", metrics["hhp"])
 
 
 def _rows(warehouse, table):
@@ -264,3 +312,71 @@ def test_screening_runs_before_a_code_release(medco_run, warehouse):
                                   "'medco_codes'", medco_run.run_id)
     assert policies["screening"] == "hhp-2012-v1"
     assert metrics["screen"]["members_removed"] > 0
+
+
+def _audit(warehouse, release: str, run_id: str) -> dict:
+    rows = _query(warehouse, "SELECT outcome, error, params, triggered_by, scope, overrides, "
+                  "input_rows FROM audit.release_runs WHERE release_name = %s AND run_id = %s",
+                  release, run_id)
+    assert len(rows) == 1, rows
+    return dict(zip(("outcome", "error", "params", "triggered_by", "scope", "overrides",
+                     "input_rows"), rows[0]))
+
+
+def _refused_before_extract(run) -> None:
+    states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    assert str(run.state).endswith("failed")
+    assert states["prepare"].endswith("failed") and states["extract"].endswith("upstream_failed")
+    assert not staging.run_dir(run.dag_id.removeprefix("deid_"), run.run_id,
+                               create=False).exists()
+
+
+def test_a_trigger_lowering_k_is_refused_and_audited(source_ids, warehouse):
+    """Issue 26: {"k": 2} against a file that says more loaded a k=2 release."""
+    run = _fresh_dag("deid_gccens_repeated_codes").test(run_conf={"k": 2})
+    _refused_before_extract(run)
+    audit = _audit(warehouse, "gccens_repeated_codes", run.run_id)
+    assert audit["outcome"] == "failed" and audit["input_rows"] is None
+    assert "gccens_repeated_codes.yaml does not allow this run: k: 2 is weaker than the " \
+           "release file's 3" in audit["error"]
+    assert audit["triggered_by"] == "dag_test"
+    assert audit["overrides"]["k"]["run"] == 2 and "refused" in audit["overrides"]["k"]
+
+
+def test_a_method_override_is_refused(source_ids, warehouse):
+    dag = _fresh_dag("deid_medco_codes")
+    assert not [t for t in dag.task_ids if t.split("_")[0] in ("ugaclip", "disassociation")]
+    run = dag.test(run_conf={**CONF, "method": "ugaclip"})
+    _refused_before_extract(run)
+    audit = _audit(warehouse, "medco_codes", run.run_id)
+    assert audit["outcome"] == "failed"
+    assert "method: the release file fixes 'medco'; a trigger may not choose 'ugaclip'" \
+        in audit["error"]
+
+
+def test_a_stronger_override_runs_and_is_recorded_with_the_user(source_ids, warehouse):
+    scope = "c.clm_from_dt IS NOT NULL"
+    run = _fresh_dag("deid_ugaclip_diagnoses").test(run_conf={"k": 4, "scope": scope})
+    assert str(run.state).endswith("success"), run.state
+    (report,), = _query(warehouse, "SELECT report_path FROM audit.release_runs WHERE "
+                        "release_name = 'ugaclip_diagnoses' AND run_id = %s", run.run_id)
+    audit = _audit(warehouse, "ugaclip_diagnoses", run.run_id)
+    assert audit["outcome"] == "loaded" and audit["params"]["k"] == 4
+    assert audit["triggered_by"] == "dag_test"  # the user Airflow records for dag.test runs
+    assert audit["scope"] == f"(TRUE) AND ({scope})"
+    assert audit["overrides"] == {"k": {"file": 3, "run": 4},
+                                  "scope": {"file": "TRUE", "run": scope}}
+    page = Path(report).read_text()
+    assert "dag_test" in page and scope in page  # the run record reaches the report
+
+
+def test_a_task_of_a_run_finds_its_dag_beside_a_bad_file(release_files):
+    """A task's process parses the DAG file again, for its own DAG only,
+    reading only its own release file: a bad file beside it does not matter."""
+    from tests.dags.test_dagbag import _parse_in_a_fresh_process
+
+    assert (release_files / "broken.yaml").exists()
+    task = _parse_in_a_fresh_process("deid_medco_codes", "validate")
+    assert task["dags"] == ["deid_medco_codes"]
+    everything = _parse_in_a_fresh_process(None)
+    assert everything["dags"] == sorted(f"deid_{name}" for name in TEST_POLICY)

@@ -46,6 +46,39 @@ COMMON_PARAMS = {
 }
 
 
+# Which way each protective setting is stronger: a trigger may move it only
+# that way unless the release file allows more (deid.overrides).  "larger",
+# "smaller" (None, where allowed, is the weakest: no bound), an ordered tuple
+# weakest .. strongest, or "narrower" for a SQL filter (ANDed with the file's).
+STRONGER = {
+    "k": "larger", "m": "larger", "min_anonymity_set": "larger",
+    "p_max": "larger",                       # HHP: the adversary knows more values
+    "cap": "smaller", "max_sup": "smaller",
+    "ppe_filter": ("single-visit", "all-visits"),   # all-visits: the attacker knows more
+    "hhp_screen_all_diagnoses": (False, True),      # True screens more members out
+    "scope": "narrower", "gccens_sample": "narrower",
+}
+# Settings the release does not depend on (tested): a trigger may set them freely.
+FREE = frozenset({"screen_batch_members", "batch_size", "lattice_parts_per_task"})
+
+# The figures each method measures that a release file may bound with a
+# ``max_<metric>`` / ``min_<metric>`` threshold (tests/dags/test_release_run.py
+# checks that every name here is in the method's metrics).
+METRICS = {
+    "medco": ("real_ratio", "theoretical_ratio", "released_over_real_patients",
+              "real_patients_without_dummy", "n_dummies", "n_released_patients"),
+    "ugaclip": ("suppressed_share", "suppressed_codes", "suppressed_occurrences", "il_total",
+                "largest_item", "n_generalized_items"),
+    "disassociation": ("are_w2", "mre_share_in_-5_5", "suppressed_records",
+                       "item_chunk_occurrence_share", "cluster_size_min", "n_clusters"),
+    "gccens": ("cul_mean", "cul_median", "cul_std", "cul_total_mean", "cul_total_median",
+               "records_modified", "below_k_released", "uniquely_identifiable_released",
+               "min_dis_released", "instances_censored_by_caps", "instances_censored_by_loop"),
+    "lda": ("ilm", "alm", "avg_re", "suppressed_pairs", "min_cluster_size", "n_clusters"),
+    "hhp": ("risk", "risk_ci_halfwidth", "information_loss", "members_removed_by_screening"),
+}
+
+
 def param_schemas(method: str) -> dict:
     return {**COMMON_PARAMS, **METHODS[method].PARAMS}
 

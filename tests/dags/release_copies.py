@@ -1,0 +1,35 @@
+"""The tests' copies of the repository's release files.
+
+A release file is the run's policy (deid.overrides): a trigger may not lower
+its k.  The tests run on a few hundred synthetic members, so their copies of
+the files hold the protection such data allow and the settings the tests
+set; a test (or an Airflow it starts) points ``DEID_RELEASES_DIR`` at them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+#: release name -> the parameters its copy sets
+TEST_POLICY = {"medco_codes": {"k": 3, "min_anonymity_set": 5, "seed": 11},
+               "gccens_repeated_codes": {"k": 3}, "ugaclip_diagnoses": {"k": 3},
+               "disassociation_diagnoses": {"k": 3, "seed": 5, "refine_window": 4},
+               "lda_trajectories": {"k": 3}, "hhp_claims": {"hhp_iterations": 50, "seed": 7}}
+
+
+def write_copies(folder: Path, policy: dict | None = None,
+                 overrides: dict | None = None) -> Path:
+    """Every release file of the repository into ``folder``, its parameters
+    updated from ``policy`` and its ``overrides:`` from ``overrides`` (both
+    by release name)."""
+    policy = TEST_POLICY if policy is None else policy
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in sorted((ROOT / "releases").glob("*.yaml")):
+        raw = yaml.safe_load(path.read_text())
+        raw["params"].update(policy.get(raw["name"], {}))
+        raw.setdefault("overrides", {}).update((overrides or {}).get(raw["name"], {}))
+        (folder / path.name).write_text(yaml.safe_dump(raw))
+    return folder
