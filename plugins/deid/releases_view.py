@@ -104,30 +104,44 @@ def _run_row(release: str, run: dict) -> str:
             f"<td>{_details(run)}</td><td>{report}</td></tr>")
 
 
+def _broken_files(errors) -> str:
+    """A red line per release file that was refused (it has no DAG): file,
+    field and problem, so that one bad file is seen, not a missing release."""
+    if not errors:
+        return ""
+    lines = "".join(f"<li><code>{html.escape(path.name)}</code>, field <code>{html.escape(field)}"
+                    f"</code>: {html.escape(problem)}</li>" for path, field, problem in errors)
+    return (f"<section class='broken'><h2>Release files refused ({len(errors)})</h2><p>These "
+            f"files have no DAG until they are fixed; the other releases run.</p><ul>{lines}"
+            "</ul></section>")
+
+
+def _release_section(rel) -> str:
+    runs = recent_runs(rel.name)
+    head = (f"<section><h2>{html.escape(rel.name)}</h2><p>{html.escape(rel.description)}"
+            f"<br>method <b>{html.escape(rel.method)}</b>, schedule "
+            f"<code>{html.escape(str(rel.schedule))}</code>, table "
+            f"<code>release.{html.escape(rel.destination)}</code></p>")
+    if not runs:
+        return head + "<p>No run yet.</p></section>"
+    return (head + "<table><tr><th>ended</th><th>run</th><th>method</th><th>outcome</th>"
+            "<th>privacy verdicts</th><th>utility</th><th>triggered by</th><th>rows</th>"
+            "<th>details</th><th></th></tr>" + "".join(_run_row(rel.name, r) for r in runs)
+            + "</table></section>")
+
+
 @app.get("/releases", response_class=HTMLResponse)
 def releases_page() -> str:
-    from deid.releases import load_all
+    from deid.releases import load_all_with_errors
 
-    parts = ["<h1>De-identified releases</h1>"]
-    for rel in load_all():
-        runs = recent_runs(rel.name)
-        parts.append(f"<section><h2>{html.escape(rel.name)}</h2><p>{html.escape(rel.description)}"
-                     f"<br>method <b>{html.escape(rel.method)}</b>, schedule "
-                     f"<code>{html.escape(str(rel.schedule))}</code>, table "
-                     f"<code>release.{html.escape(rel.destination)}</code></p>")
-        if not runs:
-            parts.append("<p>No run yet.</p></section>")
-            continue
-        parts.append("<table><tr><th>ended</th><th>run</th><th>method</th><th>outcome</th>"
-                     "<th>privacy verdicts</th><th>utility</th><th>triggered by</th><th>rows</th>"
-                     "<th>details</th><th></th></tr>")
-        parts += [_run_row(rel.name, r) for r in runs]
-        parts.append("</table></section>")
+    releases, errors = load_all_with_errors()
+    parts = ["<h1>De-identified releases</h1>", _broken_files(errors)]
+    parts += [_release_section(rel) for rel in releases]
     return ("<!doctype html><html><head><meta charset='utf-8'><title>Releases</title><style>"
             "body{font-family:sans-serif;margin:1em}td,th{border-bottom:1px solid #ddd;"
             "padding:.3em;text-align:left;vertical-align:top}.loaded{color:#17692b}"
-            ".failed{color:#b00020}" + rh.STYLE + "</style></head><body>" + "".join(parts)
-            + "</body></html>")
+            ".failed,.broken{color:#b00020}" + rh.STYLE + "</style></head><body>"
+            + "".join(parts) + "</body></html>")
 
 
 @app.get("/reports/{release}/{name}")

@@ -50,3 +50,22 @@ def test_runs_with_run_record_columns(cur):
     assert (run["triggered_by"], run["overrides"]) == ("alice", {"k": 7})
     row = _run_row("view_audit_test", run)
     assert "alice" in row and "overrides: <code>{&quot;k&quot;: 7}</code>" in row
+
+
+def test_a_bad_release_file_is_a_red_line_and_the_others_are_listed(warehouse, tmp_path,
+                                                                      monkeypatch):
+    """One bad file (k: 1) beside the good ones: the view answers, names the
+    file and the field in a red line, and lists every good release."""
+    from deid.releases_view import releases_page
+
+    from tests.dags.release_copies import write_copies
+
+    folder = write_copies(tmp_path / "releases")
+    (folder / "broken.yaml").write_text("name: broken\nmethod: medco\nparams: {k: 1}\n")
+    monkeypatch.setenv("DEID_RELEASES_DIR", str(folder))
+    page = releases_page()
+    broken = page[page.index("class='broken'"):page.index("</section>")]
+    assert "<code>broken.yaml</code>, field <code>params.k</code>" in broken
+    for path in folder.glob("*.yaml"):
+        if path.name != "broken.yaml":
+            assert f"<h2>{path.stem}</h2>" in page
