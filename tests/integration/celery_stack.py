@@ -3,8 +3,11 @@
 What a deployment on several machines runs, as processes of their own on
 127.0.0.1: Debian's ``redis-server`` as the Celery broker (no persistence,
 its files in a temporary folder), Airflow's metadata and Celery's result
-backend in a PostgreSQL database on the warehouse's server (Airflow refuses
-the CeleryExecutor on SQLite; ``benchmarks.bench_release_scale.metadata_url``),
+backend in a PostgreSQL database on the warehouse's server
+(``benchmarks.bench_release_scale.metadata_url``, as docker-compose.yml keeps
+them: Airflow 3.3 does not refuse SQLite beside the CeleryExecutor, but
+SQLite takes one writer at a time, and the scheduler and the API server
+write it while the Celery workers write their tasks' results),
 ``airflow api-server`` (the REST API, and the execution API the workers'
 task processes call), ``airflow dag-processor``, ``airflow scheduler`` and
 ``airflow celery worker`` processes.
@@ -164,6 +167,8 @@ def airflow_env(home: Path, metadata: str, broker: str, port: int, extra: dict) 
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+        # the release file does not change during the test: parse it once
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
         **extra,
     })
@@ -186,6 +191,7 @@ def start_celery_worker(processes: Processes, env: dict, name: str) -> None:
            "AIRFLOW__CORE__HOSTNAME_CALLABLE": f"{__name__}.worker_hostname"}
     processes.start(name, airflow("celery", "worker", "--concurrency", "1",
                                   "--celery-hostname", f"{name}@%h", "--skip-serve-logs",
+                                  "--without-mingle", "--without-gossip",
                                   "--pid", str(processes.logs / f"{name}.pid")), env)
 
 

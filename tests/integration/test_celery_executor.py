@@ -8,8 +8,10 @@ then, the scheduler replaced by a CeleryExecutor one, on two ``airflow
 celery worker`` processes of one slot each.  The release is the scale
 benchmark's (HHP screening per member range, PPE, disassociation; its
 verifiers as tasks of their own), on 300 members screened in two ranges: a
-mapped stage of two tasks, which the broker deals to both workers at once.  The loaded release tables' fingerprints
-(``benchmarks.bench_release_scale.fingerprints``) must be equal.
+mapped stage of two tasks, which the broker deals to both workers at once.
+The loaded release tables' fingerprints
+(``benchmarks.bench_release_scale.fingerprints``) must be equal, and every
+task of the Celery run must have run on one of the two workers, both busy.
 """
 
 from __future__ import annotations
@@ -75,6 +77,21 @@ def _overlapping_on_two_workers(tis: list) -> list:
             if a[0] != b[0] and a[2] < b[3] and b[2] < a[3]]
 
 
+def _start_services(processes, env: dict, url: str, home):
+    """The API server, the DAG processor, a LocalExecutor scheduler and the
+    (idle) Celery workers, at once; the server once the release is parsed."""
+    processes.start("api-server", cs.airflow("api-server"), env)
+    processes.start("dag-processor", cs.airflow("dag-processor"), env)
+    local = {**env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor"}
+    processes.start("scheduler-local", cs.airflow("scheduler", "--skip-serve-logs"), local)
+    for name in WORKERS:  # idle until a CeleryExecutor scheduler sends them tasks
+        cs.start_celery_worker(processes, env, name)
+    cs.wait_for_api(processes, url, timeout=180)
+    server = cs.server(url, home)
+    server.wait_for_dag(SPEC.dag, server.token(), timeout=180)
+    return server
+
+
 @pytest.mark.timeout(900)
 def test_celery_workers_release_what_local_executor_releases(empty_source, release_dir, metadata,
                                                             tmp_path):
@@ -92,16 +109,8 @@ def test_celery_workers_release_what_local_executor_releases(empty_source, relea
                                   "AIRFLOW__CORE__PARALLELISM": "2"})
             cs.migrate(env)
             clock.lap("metadata migrated")
-            processes.start("api-server", cs.airflow("api-server"), env)
-            processes.start("dag-processor", cs.airflow("dag-processor"), env)
-            local = {**env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor"}
-            processes.start("scheduler-local", cs.airflow("scheduler", "--skip-serve-logs"), local)
-            for name in WORKERS:  # idle until the Celery scheduler sends them tasks
-                cs.start_celery_worker(processes, env, name)
-            cs.wait_for_api(processes, url, timeout=180)
-            server = cs.server(url, tmp_path / "airflow")
+            server = _start_services(processes, env, url, tmp_path / "airflow")
             token = server.token()
-            server.wait_for_dag(SPEC.dag, token, timeout=180)
             clock.lap("services up, DAG parsed")
 
             local_run, local_tis = _run(server, token)
@@ -131,6 +140,7 @@ def test_celery_workers_release_what_local_executor_releases(empty_source, relea
                               if t["hostname"] == name) for name in WORKERS}
     assert {t["hostname"] for t in ran} <= set(WORKERS), {t["hostname"] for t in ran}
     assert all(by_worker.values()), by_worker
+    assert not {t["hostname"] for t in local_tis} & set(WORKERS)
     assert sum(t["task_id"] == "screen" for t in ran) == 2  # a mapped stage of two tasks
     assert _overlapping_on_two_workers(ran), by_worker  # the two slots were used at once
     assert all(not fp.startswith("0 rows") for fp in local_prints.values())
