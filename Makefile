@@ -16,7 +16,7 @@ export AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS := 15
 export PYTHONPATH := $(ROOT):$(ROOT)/plugins
 export PATH := $(BIN):$(PATH)
 export GX_ANALYTICS_ENABLED := False
-CHROMIUM := /usr/bin/chromium
+TEST_DEBS := /usr/bin/chromium /usr/bin/redis-server
 
 .PHONY: venv demo test airflow bench warehouse-stop clean
 
@@ -38,19 +38,22 @@ demo: $(AIRFLOW_HOME)/airflow.db
 	$(BIN)/python -m deid.demo
 
 ## make test: the whole test suite (unit, property, warehouse, DAG, browser)
-test: $(CHROMIUM) $(AIRFLOW_HOME)/airflow.db
+test: $(TEST_DEBS) $(AIRFLOW_HOME)/airflow.db
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-# The browser test (tests/ui) drives Debian's chromium; as root, make installs it.
-$(CHROMIUM):
+# Debian packages the tests need, each named as its program in /usr/bin: the
+# browser test (tests/ui) drives chromium; the CeleryExecutor test
+# (tests/integration/test_celery_executor.py) starts its own redis-server.
+# As root, make installs them.
+$(TEST_DEBS): /usr/bin/%:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian's chromium for the browser test (apt-get update, install)"; \
+	    echo "installing Debian's $* for the tests (apt-get update, install)"; \
 	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null || exit 1; \
-	    test -x $(CHROMIUM) || { echo "error: apt-get installed chromium but there is no $(CHROMIUM)" >&2; exit 1; }; \
+	    apt-get update -qq && apt-get install -y -qq $* >/dev/null || exit 1; \
+	    test -x $@ || { echo "error: apt-get installed $* but there is no $@" >&2; exit 1; }; \
 	else \
-	    echo "error: the browser test needs Debian's chromium at $(CHROMIUM), and only root can install it:" >&2; \
-	    echo "  sudo apt-get update && sudo apt-get install -y chromium   (then make test again)" >&2; \
+	    echo "error: the tests need Debian's $* at $@, and only root can install it:" >&2; \
+	    echo "  sudo apt-get update && sudo apt-get install -y $*   (then make test again)" >&2; \
 	    exit 1; \
 	fi
 
