@@ -10,11 +10,15 @@ from urllib.parse import quote
 
 import psycopg2
 import pytest
+
+from tests.dags.release_copies import TEST_POLICY, write_copies
 from deid import admin_setup
 
 pytestmark = [pytest.mark.warehouse, pytest.mark.airflow]
 LOADER, READER = "test_lp_loader", "test_lp_reader"
-CONF = {"k": 3, "min_anonymity_set": 5, "n_clusters": None, "seed": 17}
+# the tests' copy of the medco release file is the runs' policy (k 3 on a few
+# hundred synthetic members): a trigger may not go below it
+CONF = {**TEST_POLICY["medco_codes"], "n_clusters": None}
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +59,14 @@ def _cursor(warehouse, user: str):
 
 
 @pytest.fixture(scope="module")
-def loader_runs(logins, warehouse):
+def loader_runs(logins, warehouse, tmp_path_factory):
     """A MedCo run, then a run whose scope selects nothing, with the DAG's
     warehouse connection set to the loader login."""
     from airflow.dag_processing.dagbag import DagBag
 
-    dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag("deid_medco_codes")
     mp = pytest.MonkeyPatch()
+    mp.setenv("DEID_RELEASES_DIR", str(write_copies(tmp_path_factory.mktemp("releases"))))
+    dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag("deid_medco_codes")
     mp.setenv("AIRFLOW_CONN_WAREHOUSE", _uri(warehouse, LOADER))
     try:
         assert not warehouse.is_embedded()

@@ -9,6 +9,8 @@ import hmac
 import os
 
 import pytest
+
+from tests.dags.release_copies import write_copies
 from deid import secret
 
 KEY = os.environ["AIRFLOW_VAR_DEID_TOKEN_KEY"]
@@ -81,15 +83,18 @@ def _columns_holding(cur, needles: list[str]) -> list[str]:
 
 @pytest.mark.airflow
 @pytest.mark.warehouse
-def test_after_a_medco_run_no_column_holds_the_key_and_the_fingerprint_is_there(warehouse):
+def test_after_a_medco_run_no_column_holds_the_key_and_the_fingerprint_is_there(
+        warehouse, tmp_path, monkeypatch):
     from airflow.dag_processing.dagbag import DagBag
     from deid.demo_data import TABLES, load_synthetic
 
     with warehouse.connect() as conn, conn.cursor() as cur:
         cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))
     load_synthetic(n_members=200, seed=8)
+    # the tests' copy of the release file is the run's policy (k 3 on 200 members)
+    monkeypatch.setenv("DEID_RELEASES_DIR", str(write_copies(tmp_path / "releases")))
     dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag("deid_medco_codes")
-    run = dag.test(run_conf={"k": 3, "min_anonymity_set": 5, "n_clusters": None, "seed": 3})
+    run = dag.test(run_conf={"scope": "TRUE"})
     assert str(run.state).endswith("success"), run.state
     needles = [KEY, secret.code_token_key(KEY).hex(), secret.pseudonym_key(KEY).hex()]
     with warehouse.connect() as conn, conn.cursor() as cur:
