@@ -10,9 +10,9 @@ from urllib.parse import quote
 
 import psycopg2
 import pytest
+from deid import admin_setup
 
 from tests.dags.release_copies import TEST_POLICY, write_copies
-from deid import admin_setup
 
 pytestmark = [pytest.mark.warehouse, pytest.mark.airflow]
 LOADER, READER = "test_lp_loader", "test_lp_reader"
@@ -127,9 +127,9 @@ DENIED_TO_LOADER = (
 
 @pytest.mark.parametrize("statement", DENIED_TO_LOADER)
 def test_the_loader_may_do_nothing_else(logins, warehouse, statement):
-    with _cursor(warehouse, LOADER) as cur:
-        with pytest.raises(psycopg2.errors.InsufficientPrivilege):
-            cur.execute(statement)
+    with _cursor(warehouse, LOADER) as cur, \
+            pytest.raises(psycopg2.errors.InsufficientPrivilege):
+        cur.execute(statement)
 
 
 def test_a_reader_login_reads_release_and_nothing_else(loader_runs, warehouse):

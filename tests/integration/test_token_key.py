@@ -7,11 +7,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from pathlib import Path
 
 import pytest
+from deid import secret
 
 from tests.dags.release_copies import write_copies
-from deid import secret
 
 KEY = os.environ["AIRFLOW_VAR_DEID_TOKEN_KEY"]
 TEXT_TYPES = ("text", "character varying", "character", "json", "jsonb", "name")
@@ -109,7 +110,7 @@ def test_after_a_medco_run_no_column_holds_the_key_and_the_fingerprint_is_there(
             "restricted.token_keys.key_sha256"]  # the scan finds what is there
         cur.execute("SELECT report_path FROM audit.release_runs WHERE run_id = %s "
                     "AND release_name = 'medco_codes'", (run.run_id,))
-        report = open(cur.fetchone()[0]).read()
+        report = Path(cur.fetchone()[0]).read_text()
     assert KEY not in report
 
 

@@ -9,8 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.dags.release_copies import write_copies
 from deid.airflow_server import AirflowServer, standalone  # noqa: F401 - AirflowServer for type hints
+
+from tests.dags.release_copies import write_copies
 
 ROOT = Path(__file__).resolve().parents[2]
 
