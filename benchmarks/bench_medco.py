@@ -1,10 +1,26 @@
-"""Benchmark: MedCo code clustering and dummy patients (seed 003) on MEPS 2005.
+"""Benchmark: MedCo code clustering and dummy patients (seed 003).
 
-``python -m benchmarks.bench_medco`` from the repository root: INFORMS/MEPS
-2005 conditions (DUPERSID -> patient, ICD9CODX -> code; 26,854 patients,
-601 codes), minimum anonymity set 200, 2 clusters, both filling orders of
-Fig. 7; every release is checked by the independent verifier.  ``--small``
-runs the first 600 patients with an anonymity set of 20.
+``python -m benchmarks.bench_medco`` from the repository root.  Cases, each
+checked by the independent verifier (``anonymizers.verify.dummies``):
+
+- ``meps_a150_k3`` / ``meps_a200_k2``: INFORMS/MEPS 2005 conditions
+  (DUPERSID -> patient, ICD9CODX -> code; 26,854 patients, 601 codes),
+  clustered with the CLI's defaults (Jaccard HAC cut 0.5, complete linkage)
+  at minimum anonymity set 150 with 3 clusters and 200 with 2;
+- ``meps_code_ranges_a150``: the same data with clusters "from another
+  tool": codes in code order cut into ranges of at least 150 (ICD-9
+  chapter-like), so clusters mix frequencies and patients span them;
+- ``demo``: the demo warehouse's claims generated in-process
+  (``anonymizers.synthetic``, 3,000 members, seed 2008, as
+  ``python -m deid.demo_data``), diagnosis codes per member as
+  sql/extract_claims.sql takes them, with the medco_codes release's
+  parameters (A = 20, as many clusters as A allows, seed 20081).  HHP
+  screening is not applied (it needs the warehouse).
+
+Ratio (Fig. 7): released code occurrences over real ones ("how much the
+database with dummies is larger"; the theoretical ratio is the area of the
+flattened histogram over the real one).  Dummies per real patient are
+reported beside it.  ``--small`` runs 600 MEPS patients with A = 20.
 """
 
 from __future__ import annotations
@@ -12,14 +28,18 @@ from __future__ import annotations
 import sys
 import time
 
+import numpy as np
 import pandas as pd
 
 from anonymizers.dummies import ClusterConfig, DummyConfig, cluster_codes, generate_dummies
+from anonymizers.synthetic import SyntheticConfig, generate
 from anonymizers.verify.dummies import verify_clusters, verify_dummies
 from benchmarks.harness import DATASETS, run_benchmark
 
 SOURCE = DATASETS / "informs_meps2005" / "conditions05.csv.gz"
 SEED = 2005
+DEMO = {"n_members": 3000, "seed": 2008, "min_anonymity_set": 20, "dummy_seed": 20081}
+CMS_PLACEHOLDERS = {"OTHER", "XX000"}
 
 
 def load(small: bool) -> pd.DataFrame:
@@ -30,45 +50,81 @@ def load(small: bool) -> pd.DataFrame:
     return df
 
 
-def run(small: bool) -> dict:
-    a, n_clusters = (20, 2) if small else (200, 2)
-    t = time.perf_counter()
-    df = load(small)
-    t_load = time.perf_counter() - t
-    t = time.perf_counter()
-    clustering = cluster_codes(df, ClusterConfig(min_anonymity_set=a, n_clusters=n_clusters))
-    t_cluster = time.perf_counter() - t
-    figures = {"patients": clustering.metrics["n_patients"], "codes": clustering.metrics["n_codes"],
-               "min_anonymity_set": a, "clusters": clustering.metrics["cluster_sizes"],
-               "clusters_verdict_ok": verify_clusters(df, clustering.clusters, a).ok,
-               "load_seconds": round(t_load, 3), "clustering_seconds": round(t_cluster, 3)}
-    for order in ("ascending", "descending"):
-        figures[order] = _dummies(df, clustering.clusters, a, order)
-    return figures
+def demo_claims() -> pd.DataFrame:
+    """Distinct (member, diagnosis code) of the demo warehouse's synthetic claims."""
+    parts = []
+    for chunk in generate(SyntheticConfig(n_members=DEMO["n_members"], seed=DEMO["seed"])):
+        for name, frame in chunk.items():
+            if name.endswith("_claims"):
+                cols = [c for c in frame.columns if "icd9_dgns_cd" in c]
+                parts.append(frame[["desynpuf_id"] + cols].melt(id_vars="desynpuf_id")
+                             [["desynpuf_id", "value"]])
+    df = pd.concat(parts).dropna().set_axis(["patient_id", "code"], axis=1)
+    df = df[(df["code"] != "") & ~df["code"].isin(CMS_PLACEHOLDERS)]
+    return df.drop_duplicates(ignore_index=True)
 
 
-def _dummies(df: pd.DataFrame, clusters: list, a: int, order: str) -> dict:
+def code_ranges(df: pd.DataFrame, a: int) -> list[list[str]]:
+    """Codes in code order cut into len // a ranges of at least ``a`` codes."""
+    codes = np.array(sorted(set(df["code"])), dtype=object)
+    return [part.tolist() for part in np.array_split(codes, max(1, len(codes) // a))]
+
+
+def case(df: pd.DataFrame, clusters: list, a: int, seed: int, clustering: dict | None) -> dict:
     t = time.perf_counter()
-    result = generate_dummies(df, clusters, DummyConfig(seed=SEED, fill_order=order))
+    result = generate_dummies(df, clusters, DummyConfig(seed=seed))
     t_gen = time.perf_counter() - t
     t = time.perf_counter()
     verdict = verify_dummies(df, result.released, result.dummy_map, clusters, a)
     t_verify = time.perf_counter() - t
     m = result.metrics
-    keep = ("n_dummies", "theoretical_ratio", "real_ratio", "released_over_real_patients",
-            "real_patients_without_dummy", "water_filling_rounds", "cluster_levels",
+    keep = ("n_real_patients", "n_dummies", "theoretical_ratio", "real_ratio", "planned_ratio",
+            "plan_optimal", "dummies_per_real_patient", "released_over_real_patients",
+            "real_patients_without_dummy", "route", "water_filling_rounds", "cluster_levels",
             "collisions_detected", "repaired_by_reshuffle", "repaired_by_substitution",
-            "repaired_by_search", "dropped_profile_full", "dropped_unrepaired", "slot_replacements")
+            "repaired_by_search", "dropped_profile_full", "dropped_unrepaired",
+            "dropped_unrealisable", "ryser_fallbacks", "profiles_closed")
     out = {k: round(m[k], 3) if isinstance(m[k], float) else m[k] for k in keep}
-    out.update({"generation_seconds": round(t_gen, 3), "verify_seconds": round(t_verify, 3),
+    out["real_over_theoretical"] = round(m["real_ratio"] / m["theoretical_ratio"], 4)
+    out["within_10pct_of_theoretical"] = bool(m["real_ratio"] <= 1.10 * m["theoretical_ratio"])
+    out.update({"min_anonymity_set": a, "cluster_sizes": [len(c) for c in clusters],
+                "clusters_verdict_ok": verify_clusters(df, clusters, a).ok,
+                "generation_seconds": round(t_gen, 3), "verify_seconds": round(t_verify, 3),
                 "verdict_ok": verdict.ok, "violations": list(verdict.violations)})
+    if clustering:
+        out["clustering"] = clustering
     return out
+
+
+def clustered(df: pd.DataFrame, a: int, n_clusters: int | None, seed: int) -> dict:
+    t = time.perf_counter()
+    result = cluster_codes(df, ClusterConfig(min_anonymity_set=a, n_clusters=n_clusters))
+    info = {"n_clusters_requested": n_clusters, "seconds": round(time.perf_counter() - t, 3),
+            "correlated_groups": result.metrics["correlated_groups"]}
+    return case(df, result.clusters, a, seed, info)
+
+
+def run(small: bool) -> dict:
+    df = load(small)
+    figures = {"patients": int(df["patient_id"].nunique()), "codes": int(df["code"].nunique())}
+    if small:
+        figures["meps_a20_k2"] = clustered(df, 20, 2, SEED)
+        return figures
+    figures["meps_a150_k3"] = clustered(df, 150, 3, SEED)
+    figures["meps_a200_k2"] = clustered(df, 200, 2, SEED)
+    figures["meps_code_ranges_a150"] = case(df, code_ranges(df, 150), 150, SEED, None)
+    demo = demo_claims()
+    figures["demo"] = {"members": DEMO["n_members"], "generator_seed": DEMO["seed"],
+                       "patients": int(demo["patient_id"].nunique()),
+                       "codes": int(demo["code"].nunique()),
+                       **clustered(demo, DEMO["min_anonymity_set"], None, DEMO["dummy_seed"])}
+    return figures
 
 
 def main(small: bool = False) -> dict:
     name = "medco_small" if small else "medco"
     return run_benchmark(name, lambda: run(small), dataset=str(SOURCE.name), seed=SEED,
-                         method="MedCo clustering + water-filling dummies (seed 003)")
+                         method="MedCo clustering + jointly planned water-filling dummies (seed 003)")
 
 
 if __name__ == "__main__":

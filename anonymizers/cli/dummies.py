@@ -4,7 +4,9 @@ Reads ``patient_id,code`` rows and the clusters JSON of ``cluster-codes``;
 writes the release (``patient_id,code`` under fresh pseudonyms) and the
 private map (``pseudonym,is_dummy,source_patient_id``).  The independent
 verifier checks the release first: when it fails, nothing is written and
-the exit status is 1.  Metrics and the verdict are printed as JSON.
+the exit status is 1.  Metrics and the verdict are printed as JSON.  An
+input that admits no release (``NoReleaseError``) writes nothing, prints
+one error line and exits with status 2.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from __future__ import annotations
 import json
 import sys
 
-from anonymizers.dummies import DummyConfig, generate_dummies
-from anonymizers.dummies.config import FILL_ORDERS
+from anonymizers.dummies import DummyConfig, NoReleaseError, generate_dummies
 from anonymizers.errors import InputError
 from anonymizers.io import read_json, read_table
 from anonymizers.verify.dummies import verify_dummies
@@ -26,17 +27,19 @@ def add_arguments(parser) -> None:
     parser.add_argument("--output", required=True, help="released CSV to write (patient_id,code)")
     parser.add_argument("--dummy-map", required=True,
                         help="private CSV to write (pseudonym,is_dummy,source_patient_id)")
-    parser.add_argument("--fill-order", choices=FILL_ORDERS, default="ascending",
-                        help="fill the cluster with the lowest (ascending) or highest target first")
     parser.add_argument("--min-anonymity-set", type=int, default=None,
                         help="also verify that every cluster has at least this many codes")
 
 
 def run(args) -> int:
-    config = DummyConfig(seed=args.seed, fill_order=args.fill_order)
+    config = DummyConfig(seed=args.seed)
     clusters = _read_clusters(args.clusters)
     df = read_table(args.input, ["patient_id", "code"])
-    result = generate_dummies(df, clusters, config)
+    try:
+        result = generate_dummies(df, clusters, config)
+    except NoReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     verdict = verify_dummies(df, result.released, result.dummy_map, clusters,
                              args.min_anonymity_set)
     print(json.dumps({"metrics": result.metrics, "verdict": verdict.as_dict()}, indent=1))

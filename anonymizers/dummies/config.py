@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from anonymizers.errors import ParameterError
 
 LINKAGES = ("complete", "average", "single")
-FILL_ORDERS = ("ascending", "descending")
 
 
 @dataclass(frozen=True)
@@ -60,17 +59,14 @@ class ClusterConfig:
 class DummyConfig:
     """How dummy patients are generated (water-filling of section 3).
 
+    There is no filling order (Fig. 7) and no round limit: all clusters are
+    planned at once and generation provably ends (``generate``).
+
     Parameters
     ----------
     seed : int
         Seed (>= 0) of the ``numpy.random.Generator`` behind every random
         choice: code shuffling, source patients, collision repair, pseudonyms.
-    fill_order : {'ascending', 'descending'}, default 'ascending'
-        Which cluster the water-filling fills first (Fig. 7, "clusters' filling
-        order"): the one with the lowest target frequency, or the highest.
-    max_rounds : int, default 10_000
-        Water-filling rounds (each adds a batch of dummies for one cluster)
-        before giving up with ``DummyGenerationError``.
     repair_passes : int, default 30
         Reshuffling passes of the collision-fixing routine (section 3.2) per
         batch before the exact search or the drop of a colliding dummy.
@@ -81,18 +77,12 @@ class DummyConfig:
     """
 
     seed: int
-    fill_order: str = "ascending"
-    max_rounds: int = 10_000
     repair_passes: int = 30
     pseudonym_key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if not _is_int(self.seed) or self.seed < 0:
             raise ParameterError("seed", f"must be a non-negative integer, got {self.seed!r}")
-        if self.fill_order not in FILL_ORDERS:
-            raise ParameterError("fill_order",
-                                 f"must be one of {list(FILL_ORDERS)}, got {self.fill_order!r}")
-        _positive_int("max_rounds", self.max_rounds)
         _positive_int("repair_passes", self.repair_passes)
 
 

@@ -1,7 +1,8 @@
 """Repairs that change a colliding dummy's codes (steps 3-4 of ``repair``).
 
-Both keep the dummy's number of codes in every cluster and prefer codes
-with room under their cluster's top, so that a fix does not raise a top.
+Both keep the dummy's number of codes in every cluster and use only codes
+with room under their cluster's top, so that a fix never raises a top (it
+may leave a code one short, which the next round's plan fills).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _best(room: np.ndarray, allowed: np.ndarray, rng: np.random.Generator) -> in
 
 def search(batch: Batch, col: np.ndarray, ctx, room: np.ndarray, limit: int) -> int:
     """Give colliding dummies of profiles admitting at most ``limit`` sets an
-    unused set, at random among those passing the fewest cluster tops."""
+    unused set passing no cluster top, at random."""
     prof = ctx.profiles.of[batch.src]
     hashes = batch.hashes(ctx.keys)
     others = np.sort(hashes[~col])
@@ -87,20 +88,18 @@ def search(batch: Batch, col: np.ndarray, ctx, room: np.ndarray, limit: int) -> 
             continue
         hs = ctx.keys[sets].sum(axis=1, dtype=np.uint64)
         free = sets[~member(ctx.existing, hs) & ~member(others, hs)]
-        for d in members[:len(free)]:
-            i = _least_overflow(free, room, ctx.rng)
-            room[batch.codes[batch.indptr[d]:batch.indptr[d + 1]]] += 1
+        for d in members:
+            if len(free) == 0:
+                break
+            mine = batch.codes[batch.indptr[d]:batch.indptr[d + 1]]
+            room[mine] += 1  # as if the dummy's own codes were taken back
+            fit = np.flatnonzero((room[free] >= 1).all(axis=1))
+            if len(fit) == 0:
+                room[mine] -= 1
+                continue
+            i = int(ctx.rng.choice(fit))
             batch.set_row(d, free[i])
             room[free[i]] -= 1
             free = np.delete(free, i, axis=0)
             found += 1
     return found
-
-
-def _least_overflow(sets: np.ndarray, room: np.ndarray, rng: np.random.Generator,
-                    sample: int = 2000) -> int:
-    """A random row of ``sets`` (among ``sample`` drawn) whose codes pass the
-    fewest cluster tops."""
-    cand = rng.choice(len(sets), size=min(sample, len(sets)), replace=False)
-    over = (room[sets[cand]] < 1).sum(axis=1)
-    return int(cand[np.argmin(over)])

@@ -1,43 +1,43 @@
 """MedCo dummy patients by water-filling (Zoveralli, section 3).
 
-1. Every real patient is duplicated first (end of 3.2): one dummy per real
-   patient, with the same number of codes in every cluster as its source
-   (3.1: "the same weight"; 3.2: each cluster gets "the best combination of
-   codes"), its codes poured on each cluster's histogram lowest first and
-   shuffled among the dummies (``waterfill``).
-2. Water-filling rounds (3.2) then fill one cluster at a time, in
-   ``fill_order`` of the clusters' top frequency (Fig. 7), until every code
-   of every cluster is within 1 of its cluster's top (3.3: "filled even if
-   its frequencies are below (at most by 1) the target one").  A round draws
-   source patients at random among those holding at least one and at most
-   as many codes in the cluster as there are codes needing more (reading of
-   "find a patient that has k codes ... taking a patient that has less codes
-   than necessary is preferred": any such patient, at random, so that dummy
-   sizes follow the real ones); only when none is left, patients with the
-   fewest codes above that.  The round keeps the longest prefix of its draw
-   that fits under the cluster's top, so the filled cluster never
-   overflows; the same dummies' codes in other clusters are poured lowest
-   first there.
-3. Every batch goes through the collision routine (``repair``): no dummy may
-   repeat the code set of a real patient or of another dummy.  When a round
-   ends with no dummy kept, the next round's fixes may pass a top, so that
-   generation always moves on.
+What a release satisfies (3.1-3.3, checked by ``anonymizers.verify.dummies``):
+every code of a cluster has the same frequency within 1 (3.3: "filled even if
+its frequencies are below (at most by 1) the target one"); a dummy is made
+from a real patient and keeps its number of codes in every cluster (3.1 "the
+same weight"; 3.2 the chosen patient's counts in the other clusters are
+kept and filled "with the best combination of codes"); no dummy repeats
+the code set of a real patient or of another dummy; every real patient is
+duplicated (end of 3.2) unless no release can duplicate them all.
 
-Generation ends when every cluster is flat within 1.  It raises
-``DummyGenerationError`` when no size profile able to fill a cluster has an
-unused code set left (a pigeonhole fact, reason ``'exhausted'``) or after
-``max_rounds``.
+1. Plan (``plan.py``): how many dummies of each size profile, and the level
+   of every cluster, in one integer program over all clusters, so that
+   filling one cluster does not overflow the others (3.2's concern) and the
+   code occurrences added are fewest (the real ratio of Fig. 7).  Small
+   inputs, whose profiles admit few code sets, are solved exactly over the
+   sets themselves instead (``exact.py``).
+2. Water-filling of each cluster (``waterfill.py``): the planned slots are
+   poured on the codes needing more frequency and shuffled into the dummies.
+3. Collision routine (``repair``): a dummy repeating a set is reshuffled
+   with others (counts kept) or changed without passing a top; what stays
+   repeated is dropped.  The next round plans what the drops left unfilled.
 
-Deviations, chosen to keep the guarantees:
-- 3.1 asks for different combinations "within the same cluster"; on real data
-  that cannot hold (26,854 MEPS patients, clusters of 200 codes: at most 200
-  distinct one-code combinations), so distinct full code sets are required,
-  as the issue states.
-- A real patient whose size profile has no unused code set (e.g. a one-code
-  patient when every one-code set exists) gets no duplicate:
-  ``metrics["real_patients_without_dummy"]`` counts them.
-- A profile is drawn for at most half of its unused sets per round (all of
-  them in step 1), so collisions stay rare, as 3.2 expects.
+Termination: every round either keeps at least one dummy (a profile has
+finitely many unused sets) or, when it keeps none, first stops asking for
+duplicates (once), then closes the profiles whose dummies could not be made
+new (finitely many), so rounds are finite; no round limit is needed.  When the first plan is infeasible even with the necessary
+form of the Gale-Ryser rows and without requiring duplicates, no release
+exists (in the model above): ``NoReleaseError``, an ``InputError``.  Should a
+later plan become infeasible after profiles were closed, the exact program
+is tried from the current state with every set of the small profiles and
+random sets of the large ones; only if that fails too,
+``DummyGenerationError('stalled')`` says so -- it is not a proof.
+
+Reading of Fig. 7's "clusters' filling order": with one plan for all
+clusters there is no order; the option is gone.  Deviation kept from
+before: 3.1 asks for different combinations "within the same cluster"; on
+real data that cannot hold (26,854 MEPS patients, clusters of 200 codes: at
+most 200 distinct one-code combinations), so distinct full code sets are
+required.
 """
 
 from __future__ import annotations
@@ -47,21 +47,26 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from anonymizers.dummies import exact
 from anonymizers.dummies.batch import Batch, from_slots, set_hashes
 from anonymizers.dummies.config import DummyConfig
 from anonymizers.dummies.inputs import check_clusters, encode_input, widen
+from anonymizers.dummies.plan import ClusterState, plan_profiles
 from anonymizers.dummies.profiles import Profiles, build_profiles
 from anonymizers.dummies.release import assemble
 from anonymizers.dummies.repair import repair
-from anonymizers.dummies.results import DummyGenerationError, DummyResult
-from anonymizers.dummies.waterfill import fill_slots
+from anonymizers.dummies.results import DummyGenerationError, DummyResult, NoReleaseError
+from anonymizers.dummies.solver import SolverTimeout
+from anonymizers.dummies.waterfill import deficits, fill_slots
 from anonymizers.pseudonyms import generator
 from anonymizers.records import Records
 
-MAX_ROUND_SLOTS = 5_000_000  # bounds one round's memory (slots of its filled cluster)
+RESCUE_SAMPLE = 200  # random sets per large profile offered to the rescue program
 STAT_KEYS = ("collisions_detected", "repaired_by_reshuffle", "repaired_by_substitution",
              "repaired_by_search", "dropped_profile_full", "dropped_unrepaired",
-             "slot_replacements")
+             "ryser_fallbacks", "profiles_closed", "dropped_unrealisable")
+# planned_ratio: the real ratio of the first plan (with plan_optimal, a lower bound on any
+# release whose dummies keep their source's profile and duplicate every real patient)
 
 
 @dataclass
@@ -76,6 +81,9 @@ class _Context:
     freq: np.ndarray
     rng: np.random.Generator
     passes: int
+    k: np.ndarray            # profiles x clusters: codes per cluster
+    first: np.ndarray        # a real patient of each profile
+    duplicated: np.ndarray   # real patients that have a dummy
     allow_overflow: bool = False
 
 
@@ -87,13 +95,16 @@ def generate_dummies(df: pd.DataFrame, clusters, config: DummyConfig) -> DummyRe
     vocab = np.array(sorted(c for cl in cluster_codes for c in cl), dtype=object)
     records = widen(raw, vocab)
     ctx = _context(records, cluster_codes, config)
-    stats = dict.fromkeys(STAT_KEYS, 0)
+    stats = dict.fromkeys(STAT_KEYS, 0) | {"planned_ratio": 1.0, "plan_optimal": True}
     batches: list[Batch] = []
-    first = _commit(ctx, _make_batch(ctx, _first_sources(ctx), stats), batches)
-    rounds = _water_fill(ctx, config, batches, stats)
-    dummies = _concat(batches)
-    metrics = _metrics(ctx, dummies, first, rounds, stats)
-    released, dummy_map = assemble(records, dummies,
+    route, rounds = _exact(ctx, batches), 1
+    if route is not None:
+        stats["planned_ratio"] = 1 + len(batches[0].codes) / records.matrix.nnz
+        stats["plan_optimal"] = True
+    else:
+        route, rounds = "plan", _planned_rounds(ctx, batches, stats)
+    metrics = _metrics(ctx, _concat(batches), route, rounds, stats)
+    released, dummy_map = assemble(records, _concat(batches),
                                    generator(config.pseudonym_key, config.seed, ctx.rng))
     return DummyResult(released=released, dummy_map=dummy_map, metrics=metrics)
 
@@ -109,32 +120,154 @@ def _context(records: Records, cluster_codes: list[np.ndarray], config: DummyCon
     profiles = build_profiles(records.matrix, cluster_of, members)
     m = records.matrix
     real_h = set_hashes(m.indptr, m.indices, keys)
-    uniq, first = np.unique(real_h, return_index=True)
-    used = np.bincount(profiles.of[first], minlength=len(profiles.possible))
+    uniq, first_of_set = np.unique(real_h, return_index=True)
+    used = np.bincount(profiles.of[first_of_set], minlength=len(profiles.possible))
+    _, first = np.unique(profiles.of, return_index=True)
+    k = np.asarray(profiles.counts[first].todense(), dtype=np.int64).reshape(len(first), -1)
     return _Context(records, cluster_of, members, profiles, keys, uniq, used.astype(np.int64),
-                    records.support(), rng, config.repair_passes)
+                    records.support(), rng, config.repair_passes, k, first,
+                    np.zeros(records.n_records, dtype=bool))
 
 
-def _first_sources(ctx: _Context) -> np.ndarray:
-    src = ctx.rng.permutation(ctx.records.n_records)
-    return _cap_per_profile(ctx, src, halve=False)
+def _exact(ctx: _Context, batches: list) -> str | None:
+    """Solve small inputs exactly (``exact.py``); None when the input is too large."""
+    cap = ctx.profiles.possible - ctx.used
+    cand = exact.candidates(ctx.profiles, ctx.first, cap, ctx.keys, ctx.existing)
+    if cand is None:
+        return None
+    lo = np.minimum(_undup_per_profile(ctx), cap)
+    try:
+        chosen = exact.solve(cand, ctx.freq, ctx.cluster_of, len(ctx.members), lo)
+    except SolverTimeout:
+        return None
+    if chosen is None:
+        raise NoReleaseError(_describe_none(ctx, "over every unused code set of every profile"))
+    _commit_sets(ctx, cand, chosen, batches)
+    return "exact"
 
 
-def _cap_per_profile(ctx: _Context, src: np.ndarray, halve: bool) -> np.ndarray:
-    """Keep, in order, at most the unused sets of each profile (or half of them)."""
-    remaining = ctx.profiles.possible - ctx.used
-    allowed = -(-remaining // 2) if halve else remaining
-    p = ctx.profiles.of[src]
-    order = np.argsort(p, kind="stable")
-    ps = p[order]
-    rank = np.arange(len(ps)) - np.searchsorted(ps, ps, side="left")
-    keep = np.empty(len(src), dtype=bool)
-    keep[order] = rank < allowed[ps]
-    return src[keep]
+def _commit_sets(ctx: _Context, cand, chosen: list[int], batches: list) -> None:
+    """Commit the chosen candidate sets as dummies of their profiles."""
+    prof = cand.profile[chosen]
+    src = _sources(ctx, np.bincount(prof, minlength=len(ctx.profiles.possible)))
+    sets = [cand.sets[i] for i in np.array(chosen, dtype=np.int64)[np.argsort(prof, kind="stable")]]
+    sizes = np.array([len(s) for s in sets], dtype=np.int64)
+    _commit(ctx, Batch(src, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                       np.concatenate(sets).astype(np.int64) if sets else np.zeros(0, np.int64)),
+            batches)
 
 
-def _make_batch(ctx: _Context, src: np.ndarray, stats: dict) -> Batch:
-    """Dummies made from ``src``: each cluster's slots poured and shuffled, then repaired."""
+def _rescue(ctx: _Context, batches: list) -> bool:
+    """When the plan stalls: the exact program from the current state, over
+    every unused set of the small profiles and ``RESCUE_SAMPLE`` random ones
+    of each large profile.  True when it found the remaining dummies."""
+    cap = ctx.profiles.possible - ctx.used
+    cand = exact.candidates(ctx.profiles, ctx.first, cap, ctx.keys, ctx.existing,
+                            sample=(RESCUE_SAMPLE, ctx.rng))
+    try:
+        chosen = exact.solve(cand, ctx.freq, ctx.cluster_of, len(ctx.members), 0 * cap)
+    except SolverTimeout:
+        return False
+    if chosen is None:
+        return False
+    _commit_sets(ctx, cand, chosen, batches)
+    return True
+
+
+def _planned_rounds(ctx: _Context, batches: list, stats: dict) -> int:
+    """Plan, fill and repair until every cluster is flat (at least once while a
+    real patient can still be duplicated); returns the rounds."""
+    closed = np.zeros(len(ctx.profiles.possible), dtype=bool)
+    rounds, waived = 0, False
+    while not _flat(ctx) or (rounds == 0 and _can_duplicate(ctx)):
+        cap = np.where(closed, 0, ctx.profiles.possible - ctx.used)
+        plan = (_plan(ctx, cap, batches, waived=waived)
+                or _plan(ctx, cap, batches, sufficient=False, waived=waived))
+        if plan is None:
+            if rounds > 0 and _rescue(ctx, batches):
+                return rounds + 1
+            raise _no_plan(ctx, batches, first=rounds == 0 and not closed.any())
+        if rounds == 0:
+            stats["planned_ratio"] = 1 + float(ctx.k.sum(axis=1) @ plan.x) / ctx.records.matrix.nnz
+            stats["plan_optimal"] = plan.optimal
+        src = _sources(ctx, plan.x)
+        kept = _commit(ctx, _make_batch(ctx, src, plan.level, stats), batches)
+        if kept.n == 0 and not waived:  # first stop asking for duplicates (progress)
+            waived = True
+        elif kept.n == 0:  # nothing could be made new: close those profiles (progress)
+            hit = np.unique(ctx.profiles.of[src])
+            closed[hit] = True
+            stats["profiles_closed"] += len(hit)
+        rounds += 1
+    return rounds
+
+
+def _states(ctx: _Context) -> list[ClusterState]:
+    return [ClusterState(ctx.freq[m]) for m in ctx.members]
+
+
+def _can_duplicate(ctx: _Context) -> bool:
+    return bool(_undup_per_profile(ctx) @ (ctx.used < ctx.profiles.possible))
+
+
+def _plan(ctx: _Context, cap: np.ndarray, batches: list, sufficient: bool = True,
+          waived: bool = False):
+    """The plan with sufficient Gale-Ryser rows; with ``sufficient=False`` the
+    necessary ones, which the construction may fail to realise (then the
+    round keeps nothing).  ``waived``: duplicates are no longer asked for."""
+    lo = 0 * cap if waived else np.minimum(_undup_per_profile(ctx), cap)
+    try:
+        return plan_profiles(ctx.k, lo, cap, _states(ctx), sufficient)
+    except SolverTimeout as exc:
+        raise _failure(ctx, _unflat(ctx), batches, "solver_time_limit", str(exc)) from None
+
+
+def _unflat(ctx: _Context) -> int:
+    return next((j for j, m in enumerate(ctx.members) if np.ptp(ctx.freq[m]) > 1), 0)
+
+
+def _no_plan(ctx: _Context, batches: list, first: bool):
+    """The necessary plan is infeasible: a proof in the first round, before
+    any profile was closed and any dummy made; otherwise not."""
+    if first:
+        return NoReleaseError(_describe_none(ctx, "over the counts of dummies per size profile"))
+    return _failure(ctx, _unflat(ctx), batches, "stalled",
+                    "no plan is left after closing the profiles whose dummies could not "
+                    "be made new (this is not a proof that no release exists)")
+
+
+def _describe_none(ctx: _Context, how: str) -> str:
+    spread = [f"{int(ctx.freq[m].min())}..{int(ctx.freq[m].max())}" for m in ctx.members]
+    return (f"no release exists: no choice of dummies (each keeping its source's codes per "
+            f"cluster, none repeating a patient's code set) makes every cluster flat within 1 "
+            f"(proved {how}; code frequencies per cluster {', '.join(spread)})")
+
+
+def _undup_per_profile(ctx: _Context) -> np.ndarray:
+    return np.bincount(ctx.profiles.of[~ctx.duplicated], minlength=len(ctx.profiles.possible))
+
+
+def _sources(ctx: _Context, x: np.ndarray) -> np.ndarray:
+    """``x[p]`` source patients of profile p, grouped by profile: patients
+    without a dummy first (at random), then random patients of the profile."""
+    of, rng = ctx.profiles.of, ctx.rng
+    order = np.lexsort((rng.random(len(of)), ctx.duplicated, of))
+    start = np.searchsorted(of[order], np.arange(len(x)))
+    count = np.bincount(of, minlength=len(x))
+    fresh = np.minimum(x, _undup_per_profile(ctx))
+    rest = x - fresh
+    out = np.empty(int(x.sum()), dtype=np.int64)
+    at = np.concatenate([[0], np.cumsum(x)])
+    for p in np.flatnonzero(x):  # profiles are few next to patients
+        a = at[p]
+        out[a:a + fresh[p]] = order[start[p]:start[p] + fresh[p]]
+        out[a + fresh[p]:at[p + 1]] = order[start[p] + rng.integers(0, count[p], size=rest[p])]
+    return out
+
+
+def _make_batch(ctx: _Context, src: np.ndarray, level: np.ndarray, stats: dict) -> Batch:
+    """Dummies made from ``src``: each cluster's slots poured up to its planned
+    level and shuffled, then repaired."""
     counts = ctx.profiles.counts[src].tocsc()
     owners, codes = [], []
     for j, cl in enumerate(ctx.members):
@@ -142,8 +275,13 @@ def _make_batch(ctx: _Context, src: np.ndarray, stats: dict) -> Batch:
         if len(rows) == 0:
             continue
         sizes = counts.data[counts.indptr[j]:counts.indptr[j + 1]]
-        local, replaced = fill_slots(ctx.freq[cl], sizes, ctx.rng)
-        stats["slot_replacements"] += replaced
+        add = deficits(ctx.freq[cl], int(level[j]), int(sizes.sum()), ctx.rng)
+        try:
+            local, fell_back = fill_slots(add, sizes, ctx.rng)
+        except ValueError:  # a plan with the necessary rows only, not realisable
+            stats["dropped_unrealisable"] += len(src)
+            return Batch(src[:0], np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        stats["ryser_fallbacks"] += int(fell_back)
         owners.append(np.repeat(rows, sizes))
         codes.append(cl[local])
     if not owners:
@@ -156,71 +294,19 @@ def _commit(ctx: _Context, batch: Batch, batches: list) -> Batch:
     ctx.freq = ctx.freq + np.bincount(batch.codes, minlength=len(ctx.freq))
     ctx.existing = np.sort(np.concatenate([ctx.existing, batch.hashes(ctx.keys)]))
     ctx.used = ctx.used + np.bincount(ctx.profiles.of[batch.src], minlength=len(ctx.used))
+    ctx.duplicated[batch.src] = True
     batches.append(batch)
     return batch
 
 
-def _water_fill(ctx: _Context, config: DummyConfig, batches: list, stats: dict) -> int:
-    for rounds in range(config.max_rounds):
-        j = _next_cluster(ctx, config.fill_order)
-        if j is None:
-            return rounds
-        src = _round_sources(ctx, j, batches)
-        added = _commit(ctx, _make_batch(ctx, src, stats), batches).n
-        ctx.allow_overflow = added == 0  # after an empty round, fixes may pass a top
-    if _next_cluster(ctx, config.fill_order) is None:
-        return config.max_rounds
-    raise _failure(ctx, _next_cluster(ctx, config.fill_order), batches, "max_rounds",
-                   f"clusters are still not flat after max_rounds={config.max_rounds} rounds")
-
-
-def _next_cluster(ctx: _Context, order: str) -> int | None:
-    top = np.array([ctx.freq[m].max() for m in ctx.members])
-    low = np.array([ctx.freq[m].min() for m in ctx.members])
-    pending = np.flatnonzero(top - low > 1)
-    if len(pending) == 0:
-        return None
-    pick = np.argmin(top[pending]) if order == "ascending" else np.argmax(top[pending])
-    return int(pending[pick])
-
-
-def _round_sources(ctx: _Context, j: int, batches: list) -> np.ndarray:
-    """Source patients for one round filling cluster ``j`` (see module docstring)."""
-    deficit = ctx.freq[ctx.members[j]].max() - ctx.freq[ctx.members[j]]
-    n_def = int((deficit > 0).sum())
-    k = ctx.profiles.cluster_counts(j)
-    open_ = (ctx.profiles.possible - ctx.used > 0)[ctx.profiles.of]
-    cand = np.flatnonzero(open_ & (k >= 1) & (k <= n_def))
-    fits = len(cand) > 0
-    if fits:
-        count = int(np.ceil(deficit.sum() / k[cand].mean()))
-    else:
-        over = np.flatnonzero(open_ & (k > n_def))
-        if len(over) == 0:
-            raise _failure(ctx, j, batches, "exhausted",
-                           "every real patient with codes in this cluster has a size "
-                           "profile whose code sets are all taken")
-        cand, count = over[k[over] == k[over].min()], int(deficit.max())
-    count = min(count, max(1000, MAX_ROUND_SLOTS // max(1, int(k[cand].max()))))
-    src = _cap_per_profile(ctx, ctx.rng.choice(cand, size=count), halve=True)
-    return src[:_fitting_prefix(k[src], deficit)] if fits else src
-
-
-def _fitting_prefix(k: np.ndarray, deficit: np.ndarray) -> int:
-    """Longest prefix of dummies whose slots fit under the cluster's top.
-
-    ``i`` dummies can add at most ``sum_c min(i, deficit_c)`` occurrences
-    without raising any code above the top (one per dummy and code).
-    """
-    width = np.cumsum(np.bincount(deficit)[::-1])[::-1][1:]  # width[t-1] = #codes with deficit >= t
-    room = np.cumsum(width)
-    i = np.arange(1, len(k) + 1)
-    bound = np.where(i <= len(room), room[np.minimum(i, len(room)) - 1], room[-1])
-    bad = np.flatnonzero(np.cumsum(k) > bound)
-    return int(bad[0]) if len(bad) else len(k)
+def _flat(ctx: _Context) -> bool:
+    return all(np.ptp(ctx.freq[m]) <= 1 for m in ctx.members)
 
 
 def _concat(batches: list[Batch]) -> Batch:
+    if not batches:
+        return Batch(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                     np.zeros(0, dtype=np.int64))
     sizes = np.concatenate([np.diff(b.indptr) for b in batches])
     return Batch(np.concatenate([b.src for b in batches]),
                  np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
@@ -239,7 +325,7 @@ def _failure(ctx: _Context, j: int, batches: list, reason: str, why: str) -> Dum
         f"{why}", reason, cluster, partial)
 
 
-def _metrics(ctx: _Context, dummies: Batch, first: Batch, rounds: int, stats: dict) -> dict:
+def _metrics(ctx: _Context, dummies: Batch, route: str, rounds: int, stats: dict) -> dict:
     real = ctx.records
     n_real, n_dum = real.n_records, dummies.n
     real_occ = int(real.matrix.nnz)
@@ -250,11 +336,12 @@ def _metrics(ctx: _Context, dummies: Batch, first: Batch, rounds: int, stats: di
         "n_real_patients": n_real, "n_dummies": n_dum,
         "n_released_patients": n_real + n_dum,
         "released_over_real_patients": (n_real + n_dum) / n_real,
+        "dummies_per_real_patient": n_dum / n_real,
         "real_code_occurrences": real_occ,
         "released_code_occurrences": real_occ + len(dummies.codes),
         "theoretical_ratio": theo / real_occ,
         "real_ratio": (real_occ + len(dummies.codes)) / real_occ,
-        "real_patients_without_dummy": n_real - len(np.unique(first.src)),
-        "water_filling_rounds": rounds, "cluster_levels": levels,
+        "real_patients_without_dummy": int((~ctx.duplicated).sum()),
+        "route": route, "water_filling_rounds": rounds, "cluster_levels": levels,
         "flat": all(hi - lo <= 1 for lo, hi in levels), **stats,
     }

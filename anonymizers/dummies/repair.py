@@ -14,11 +14,11 @@ Reading chosen, in three steps:
    still colliding is replaced by another code of the same cluster that it
    lacks and that is below its cluster's top, so that the set is new;
 4. exact search: a dummy still colliding whose profile admits few sets
-   (``SEARCH_LIMIT``) takes an unused set at random, among those passing
-   the fewest cluster tops.
+   (``SEARCH_LIMIT``) takes an unused set at random among those passing no
+   cluster top.
 
-Steps 3 and 4 move a few counts, which the next water-filling round evens
-out.  What still collides is dropped and counted.
+Steps 3 and 4 move a few counts, never above a top; the next round's plan
+fills what they left short.  What still collides is dropped and counted.
 """
 
 from __future__ import annotations

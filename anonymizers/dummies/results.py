@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from anonymizers.errors import AnonymizerError
+from anonymizers.errors import AnonymizerError, InputError
 
 
 @dataclass(frozen=True)
@@ -42,15 +42,26 @@ class DummyResult:
     metrics: dict = field(default_factory=dict)
 
 
-class DummyGenerationError(AnonymizerError):
-    """Water-filling cannot flatten a cluster without breaking a guarantee.
+class NoReleaseError(InputError):
+    """The input admits no release: no dummies flatten every cluster within 1.
 
-    Raised when every real patient that could lend its size to a dummy with
-    codes in ``cluster`` has a size profile whose code sets are all taken
-    (``reason == 'exhausted'``: a pigeonhole fact, checkable from
-    ``partial_dummies``), or after ``max_rounds`` rounds (``'max_rounds'``).
-    ``partial_dummies`` lists (source_patient_id, frozenset of codes) of the
-    dummies made so far, for diagnosis only.
+    Raised only on a proof (an infeasible integer program that relaxes, never
+    tightens, what a release needs; see ``anonymizers.dummies.generate``), so
+    nothing is released rather than an empty or unflattened table.
+    """
+
+    def __init__(self, problem: str):
+        super().__init__("input", problem)
+
+
+class DummyGenerationError(AnonymizerError):
+    """Generation stopped without a proof that no release exists.
+
+    ``reason == 'stalled'``: after closing the size profiles whose dummies
+    could not be made new, no plan was left; ``'solver_time_limit'``: the
+    integer program of the plan was not decided in time.  ``cluster`` is a cluster still
+    not flat; ``partial_dummies`` lists (source_patient_id, frozenset of
+    codes) of the dummies made so far, for diagnosis only.
     """
 
     def __init__(self, message: str, reason: str, cluster: list[str],

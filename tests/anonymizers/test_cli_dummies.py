@@ -78,13 +78,16 @@ def test_bad_clusters_file(patients, tmp_path, capsys, content, message):
     assert not out.exists()
 
 
-def test_exhausted_data_writes_nothing(tmp_path, capsys):
+def test_input_without_release_exits_2_with_one_line(tmp_path, capsys):
+    # b needs a second occurrence, but both one-code sets are taken
     src = tmp_path / "p.csv"
     src.write_text("patient_id,code\n1,a\n2,a\n3,a\n4,b\n")
     clusters = tmp_path / "c.json"
     clusters.write_text('{"clusters": [["a", "b"]]}')
-    out = tmp_path / "released.csv"
+    out, dmap = tmp_path / "released.csv", tmp_path / "m.csv"
     assert main(["dummies", "--clusters", str(clusters), "--seed", "1", "--input", str(src),
-                 "--output", str(out), "--dummy-map", str(tmp_path / "m.csv")]) == 1
-    assert "cannot flatten cluster" in capsys.readouterr().err
-    assert not out.exists()
+                 "--output", str(out), "--dummy-map", str(dmap)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("error: ") and "no release exists" in err and "\n" not in err
+    assert captured.out == "" and not out.exists() and not dmap.exists()

@@ -10,11 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anonymizers.dummies import DummyConfig, DummyGenerationError, generate_dummies
+from anonymizers.dummies import DummyConfig, NoReleaseError, exact, generate_dummies
 from anonymizers.dummies.batch import Batch
-from anonymizers.dummies.generate import _fitting_prefix
-from anonymizers.dummies.waterfill import (dedupe_by_swaps, feasible_pour, fill_slots,
-                                           repeated_slots, water_levels)
+from anonymizers.dummies.waterfill import (dedupe_by_swaps, deficits, fill_slots, repeated_slots,
+                                           ryser)
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.verify.dummies import verify_dummies
 
@@ -28,61 +27,67 @@ def released_sets(result) -> dict:
     return result.released.groupby("patient_id")["code"].agg(frozenset).to_dict()
 
 
-@given(st.lists(st.integers(0, 30), min_size=1, max_size=12), st.integers(1, 8), st.data())
-def test_water_levels_pours_lowest_first(freq, cap, data):
-    freq = np.array(freq)
-    slots = data.draw(st.integers(0, cap * len(freq)))
-    add = water_levels(freq, slots, cap, np.random.default_rng(0))
-    level = freq + add
-    assert add.sum() == slots and (add >= 0).all() and (add <= cap).all()
-    open_ = add < cap  # codes that could still take more
-    if add.any() and open_.any():
-        # nothing open sits more than 1 below a code that received occurrences
-        assert level[add > 0].max() <= level[open_].min() + 1
-
-
-def test_water_levels_by_hand():
-    add = water_levels(np.array([5, 1, 3]), 4, 10, np.random.default_rng(0))
-    assert add.tolist() == [0, 3, 1]  # 1 -> 4 and 3 -> 4
-    assert water_levels(np.array([5, 1, 3]), 4, 2, np.random.default_rng(0)).tolist() == [0, 2, 2]
-
-
-@given(st.lists(st.integers(0, 20), min_size=2, max_size=15), st.data())
-def test_fill_slots_gives_each_dummy_distinct_codes(freq, data):
-    freq = np.array(freq)
-    sizes = np.array(data.draw(st.lists(st.integers(1, len(freq)), min_size=1, max_size=20)))
-    codes, replaced = fill_slots(freq, sizes, np.random.default_rng(data.draw(st.integers(0, 99))))
-    owner = np.repeat(np.arange(len(sizes)), sizes)
-    assert len(codes) == sizes.sum()
-    assert len(repeated_slots(owner, codes, len(freq))) == 0
-    if replaced == 0:
-        expect = water_levels(freq, int(sizes.sum()), len(sizes), np.random.default_rng(0))
-        assert np.bincount(codes, minlength=len(freq)).sum() == expect.sum()
-
-
 def gale_ryser(add: np.ndarray, sizes: np.ndarray) -> bool:
     """Dummies of ``sizes`` with distinct codes can take the counts ``add``."""
     top = np.cumsum(np.sort(add)[::-1])
     bound = [np.minimum(sizes, t).sum() for t in range(1, len(add) + 1)]
-    return bool((top <= bound).all())
+    return bool(add.sum() == sizes.sum() and (top <= bound).all())
 
 
-def test_pour_stays_realisable_for_a_big_dummy():
-    # 5 deep codes, 100 shallow ones; one dummy of 30 codes and 500 of one.
-    # Lowest first would pour all 530 slots on the 5 deep codes, which the
-    # 30-code dummy cannot take without repeats; the cap is lowered instead.
-    freq = np.array([0] * 5 + [1000] * 100)
-    sizes = np.array([30] + [1] * 500)
-    naive = water_levels(freq, 530, 501, None)
-    assert not gale_ryser(naive, sizes)
-    add = feasible_pour(freq, sizes, np.random.default_rng(0))
-    assert add.sum() == 530 and gale_ryser(add, sizes)
-    assert add[:5].min() >= 100  # still lowest first as far as it can
-    codes, replaced = fill_slots(freq, sizes, np.random.default_rng(1))
-    assert replaced == 0
-    assert len(repeated_slots(np.repeat(np.arange(len(sizes)), sizes), codes, len(freq))) == 0
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=12), st.data())
+def test_deficits_end_flat_within_one(freq, data):
+    freq = np.array(freq)
+    level = data.draw(st.integers(int(freq.max()), int(freq.max()) + 5))
+    lo, hi = int(np.maximum(0, level - 1 - freq).sum()), int((level - freq).sum())
+    slots = data.draw(st.integers(lo, hi))
+    add = deficits(freq, level, slots, np.random.default_rng(0))
+    assert add.sum() == slots and (add >= 0).all()
+    assert ((freq + add >= level - 1) | (add == 0)).all() and (freq + add <= level).all()
+    end = freq + add
+    assert end.max() - end.min() <= 1 or (add == 0).all()
 
 
+def test_deficits_refuse_slots_outside_the_band():
+    with pytest.raises(ValueError):
+        deficits(np.array([5, 1, 3]), 5, 3, np.random.default_rng(0))  # needs at least 3+1=4
+
+
+@st.composite
+def realisable(draw):
+    """Code counts and dummy sizes that satisfy Gale-Ryser."""
+    n_codes = draw(st.integers(1, 12))
+    sizes = np.array(draw(st.lists(st.integers(1, n_codes), min_size=1, max_size=25)))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    add = np.zeros(n_codes, dtype=np.int64)
+    for k in sizes:  # a random 0-1 matrix with these row sums
+        add[rng.choice(n_codes, size=k, replace=False)] += 1
+    return add, sizes
+
+
+@given(realisable(), st.integers(0, 99))
+def test_fill_slots_realises_the_counts_without_repeats(case, seed):
+    add, sizes = case
+    codes, _ = fill_slots(add, sizes, np.random.default_rng(seed))
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    assert len(repeated_slots(owner, codes, len(add))) == 0
+    assert np.bincount(codes, minlength=len(add)).tolist() == add.tolist()
+
+
+@given(realisable(), st.integers(0, 99))
+def test_ryser_succeeds_in_any_order_when_gale_ryser_holds(case, seed):
+    add, sizes = case
+    assert gale_ryser(add, sizes)
+    sizes = np.random.default_rng(seed).permutation(sizes)
+    codes = ryser(add, sizes, np.random.default_rng(seed))
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    assert len(repeated_slots(owner, codes, len(add))) == 0
+    assert np.bincount(codes, minlength=len(add)).tolist() == add.tolist()
+
+
+def test_ryser_refuses_counts_no_dummies_can_take():
+    # one dummy of two codes cannot give code 0 two occurrences
+    with pytest.raises(ValueError, match="Gale-Ryser"):
+        ryser(np.array([2, 0]), np.array([2]), np.random.default_rng(0))
 def test_dedupe_handles_several_repeats_in_one_dummy():
     owner = np.array([0, 0, 0, 0, 1, 1, 2, 2, 3, 3])
     codes = np.array([1, 1, 2, 2, 3, 4, 5, 6, 7, 8])
@@ -90,13 +95,6 @@ def test_dedupe_handles_several_repeats_in_one_dummy():
     assert dedupe_by_swaps(owner, codes, 9, np.random.default_rng(0), 50)
     assert Counter(codes.tolist()) == before
     assert len(repeated_slots(owner, codes, 9)) == 0
-
-
-def test_fitting_prefix_never_passes_the_top():
-    # deficits 3, 1, 0: i dummies fit min(i,3) + min(i,1) slots
-    deficit = np.array([3, 1, 0])
-    assert _fitting_prefix(np.array([2, 1, 1, 1]), deficit) == 3  # 2,3,4 <= 2,3,4 ; 5 > 4
-    assert _fitting_prefix(np.array([1, 1]), deficit) == 2
 
 
 def test_equal_sets_hash_equal():
@@ -158,15 +156,35 @@ def test_same_seed_same_release_other_seed_other_release():
     assert not one.dummy_map.equals(other.dummy_map)
 
 
-@pytest.mark.parametrize("order", ["ascending", "descending"])
-def test_fill_orders_both_flatten(order):
+@pytest.mark.parametrize("limit, route", [(exact.LIMIT, "exact"), (0, "plan")])
+def test_both_routes_flatten_clusters_that_patients_span(monkeypatch, limit, route):
+    monkeypatch.setattr(exact, "LIMIT", limit)
     rng = np.random.default_rng(2)
-    sets = [set(rng.zipf(1.6, size=rng.integers(1, 5)).astype(str).tolist()) for _ in range(150)]
+    w = 1.0 / np.arange(1, 17)
+    sets = [set(rng.choice(16, size=rng.integers(1, 4), replace=False, p=w / w.sum())
+                .astype(str).tolist()) for _ in range(150)]
     df = long(sets)
     codes = sorted(set(df["code"]), key=lambda c: (df["code"] == c).sum())
     clusters = [codes[: len(codes) // 2], codes[len(codes) // 2:]]
-    result = generate_dummies(df, clusters, DummyConfig(seed=4, fill_order=order))
+    result = generate_dummies(df, clusters, DummyConfig(seed=4))
     assert verify_dummies(df, result.released, result.dummy_map, clusters).ok
+    assert result.metrics["route"] == route
+
+
+def test_the_plan_keeps_the_real_ratio_at_the_theoretical_one_when_patients_span():
+    # Two clusters, every patient holds codes of both: filling one cluster
+    # at a time would overflow the other (3.2); the joint plan does not.
+    rng = np.random.default_rng(3)
+    low, high = [f"L{i}" for i in range(30)], [f"H{i}" for i in range(30)]
+    w = 1.0 / np.arange(1, 31)
+    sets = [set(rng.choice(low, size=2, replace=False, p=w / w.sum()))
+            | set(rng.choice(high, size=2, replace=False, p=w / w.sum())) for _ in range(3000)]
+    df = long(sets)
+    result = generate_dummies(df, [low, high], DummyConfig(seed=0))
+    m = result.metrics
+    assert verify_dummies(df, result.released, result.dummy_map, [low, high]).ok
+    assert m["route"] == "plan" and m["real_patients_without_dummy"] == 0
+    assert m["real_ratio"] <= 1.10 * m["theoretical_ratio"]
 
 
 @pytest.mark.parametrize("seed", [0, 9])
@@ -181,11 +199,13 @@ def test_one_code_patients_get_no_dummy_when_every_one_code_set_exists(seed):
     assert result.metrics["real_patients_without_dummy"] == 10
     sizes = result.released.groupby("patient_id").size()
     dummies = result.dummy_map[result.dummy_map["is_dummy"]]["pseudonym"]
-    assert len(dummies) >= 6 and (sizes[dummies] == 3).all()
+    # b..f must rise from 2 to 5: 15 occurrences, at least five 3-code dummies
+    assert len(dummies) >= 5 and (sizes[dummies] == 3).all()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_collisions_are_repaired_and_accounted_for(seed):
+def test_collisions_are_repaired_and_accounted_for(monkeypatch, seed):
+    monkeypatch.setattr(exact, "LIMIT", 0)  # the exact route never collides
     rng = np.random.default_rng(0)
     codes = list("abcdefghijklmnop")
     sets = [set(rng.choice(codes, size=rng.integers(1, 5), replace=False)) for _ in range(150)]
@@ -199,14 +219,15 @@ def test_collisions_are_repaired_and_accounted_for(seed):
     assert m["collisions_detected"] == fixed + dropped
 
 
-def test_exhausted_profiles_raise_with_the_cluster():
+@pytest.mark.parametrize("limit", [exact.LIMIT, 0])
+def test_an_input_without_release_is_refused(monkeypatch, limit):
     # {a} x3 and {b}: b needs a second occurrence, but the only sets of one
-    # code, {a} and {b}, are taken (pigeonhole).
+    # code, {a} and {b}, are taken (pigeonhole); both routes prove it.
+    monkeypatch.setattr(exact, "LIMIT", limit)
     df = long([{"a"}] * 3 + [{"b"}])
-    with pytest.raises(DummyGenerationError) as err:
+    with pytest.raises(NoReleaseError, match="no release exists") as err:
         generate_dummies(df, [["a", "b"]], DummyConfig(seed=0))
-    assert err.value.reason == "exhausted" and err.value.cluster == ["a", "b"]
-    assert err.value.partial_dummies == []
+    assert isinstance(err.value, InputError) and "\n" not in str(err.value)
 
 
 def test_cluster_codes_absent_from_the_data_are_filled_from_zero():
@@ -231,8 +252,6 @@ def test_bad_clusters(clusters, message):
 
 @pytest.mark.parametrize("kwargs, field", [
     ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"),
-    ({"seed": 0, "fill_order": "random"}, "fill_order"),
-    ({"seed": 0, "max_rounds": 0}, "max_rounds"),
     ({"seed": 0, "repair_passes": 0}, "repair_passes"),
 ])
 def test_bad_parameters(kwargs, field):

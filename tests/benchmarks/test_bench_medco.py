@@ -16,8 +16,8 @@ def test_bench_medco_small(datasets_dir, tmp_path, monkeypatch):
     record = main(small=True)
     assert json.loads((tmp_path / "medco_small.json").read_text())["figures"] == record["figures"]
     figures = record["figures"]
-    assert figures["patients"] == 600 and figures["clusters_verdict_ok"]
-    for order in ("ascending", "descending"):
-        run = figures[order]
-        assert run["verdict_ok"], run["violations"]
-        assert run["n_dummies"] > 0 and run["real_ratio"] > 1
+    assert figures["patients"] == 600
+    run = figures["meps_a20_k2"]
+    assert run["verdict_ok"], run["violations"]
+    assert run["clusters_verdict_ok"] and run["n_dummies"] > 0
+    assert run["real_ratio"] >= run["planned_ratio"] - 1e-3

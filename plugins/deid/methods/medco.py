@@ -2,10 +2,13 @@
 frequencies inside each cluster; codes are released as keyed tokens.
 
 Dummy generation is one task, not one per code cluster: a dummy copies a real
-patient's codes in every cluster at once (section 3.2: "the same weight"),
-each water-filling round pours its dummies' codes into the other clusters
-too, and no two released patients may share a full code set.  Clusters
-filled apart would break all three (``anonymizers.dummies.generate``).
+patient's number of codes in every cluster at once (section 3.2: "the same
+weight"), the dummies of all clusters are planned together so that filling
+one cluster does not overflow another, and no two released patients may
+share a full code set.  Clusters filled apart would break all three
+(``anonymizers.dummies.generate``).  An input that admits no release stops
+the run with ``NoReleaseError`` (an ``InputError``) instead of loading an
+unflattened or empty table.
 """
 
 from __future__ import annotations
