@@ -15,21 +15,25 @@ Cohorts:
    ``synpuf_d4`` the thesis' D_4 categories (250, 272, 401, 724; IV.4.1),
    ``synpuf_d50`` the 50 codes held by the most patients (D_50's rule).
 2. ``d50_synthetic``: a D_50^Pop-like cohort from the claims generator
-   (``SyntheticConfig(n_members=2,400, seed=2011, claims_per_member=12)``
+   (``SyntheticConfig(n_members=1,200, seed=2011, claims_per_member=12)``
    -> ``synthetic_views.trajectories``, 50 codes, about 9.32 pairs per
-   trajectory, the first 2,000 members), without service dates.
+   trajectory, the first 1,000 members), without service dates.
 
 Each cohort runs A-GS with the chosen readings, Baseline, and two A-GS runs
 that undo one reading each (``readings``): pairs of one age ordered by
 service date, and ``|A|`` = every ICD-9-CM code.  The verifier runs on every
-release.  ``python -m benchmarks.bench_lda`` from the repository root.
+release.  ``python -m benchmarks.bench_lda`` from the repository root;
+``python -m benchmarks.bench_lda --bound`` prints ``kept_bound`` of each
+SynPUF cohort (an upper bound on any k-anonymous in-order release, below).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -43,7 +47,7 @@ K = 5
 SEED = 2011
 D50 = {"n_codes": 50, "pairs_per_member": 9.32}
 GENERATOR = {"claims_per_member": 12.0}
-SIZES = {False: (2_000, 2_400), True: (300, 400)}  # small -> (trajectories, members)
+SIZES = {False: (1_000, 1_200), True: (300, 400)}  # small -> (trajectories, members)
 SYNPUF = DATASETS / "synpuf" / "cms_bfd_sample_testB"
 RELEASE = Path(__file__).resolve().parents[1] / "releases" / "lda_trajectories.yaml"
 D4_CATEGORIES = ("250", "272", "401", "724")
@@ -165,6 +169,36 @@ def cohort(pairs: pd.DataFrame) -> dict:
     return out
 
 
+def kept_bound(pairs: pd.DataFrame, k: int = K) -> float:
+    """Upper bound on the percent of ICD values that any k-anonymous release
+    which generalizes, in order, a subsequence of each trajectory (what the
+    verifier checks) can keep at 3-digit or finer.  Such values of a patient
+    t are a common subsequence of 3-digit categories, in (age, code) order,
+    of t and of the k-1 others released like t, so they number at most the
+    (k-1)-th largest LCS of t's category sequence with another patient's.
+    Ages, and that one group must share one subsequence, are ignored."""
+    d = pairs.assign(cat=pairs["code"].map(category))
+    d = d.sort_values(["patient_id", "age", "code"], kind="stable")
+    codes = np.unique(d["cat"].to_numpy(), return_inverse=True)[1]
+    seqs = [codes[i] for i in d.groupby("patient_id", sort=False).indices.values()]
+    if len(seqs) < k:
+        return 0.0
+    lengths = np.array([len(x) for x in seqs])
+    table = np.full((len(seqs), lengths.max()), -1)
+    for i, x in enumerate(seqs):
+        table[i, :len(x)] = x
+    kept = 0
+    for t, x in enumerate(seqs):  # LCS of t with everyone, one DP row at a time
+        row = np.zeros((len(seqs), table.shape[1] + 1), dtype=np.int64)
+        for c in x:
+            step = np.maximum(row[:, 1:], row[:, :-1] + (table == c))
+            row[:, 1:] = np.maximum.accumulate(step, axis=1)
+        lcs = row[np.arange(len(seqs)), lengths]
+        lcs[t] = -1
+        kept += int(np.sort(lcs)[::-1][k - 2]) if k > 1 else len(x)
+    return 100.0 * kept / len(d)
+
+
 def figures(small: bool = False) -> dict:
     out = {"thesis": THESIS}
     if SYNPUF.is_dir():
@@ -191,4 +225,9 @@ def main(small: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    if "--bound" in sys.argv:
+        for name, cohort_pairs in synpuf_cohorts(synpuf_pairs()).items():
+            print(f"{name}: at most {kept_bound(cohort_pairs):.1f}% of ICD values at "
+                  f"3-digit or finer (k={K})")
+    else:
+        main()

@@ -61,6 +61,19 @@ def test_synpuf_pairs_follow_the_extract(datasets_dir):
     assert set(cohorts["synpuf_d4"]["code"].str[:3]) <= set(bench_lda.D4_CATEGORIES)
 
 
+def test_kept_bound_on_a_small_example():
+    """Three patients: b and c share 250 then 401 with a, in order; k=3 needs
+    two others, so a keeps at most min(LCS(a,b), LCS(a,c)) = 1 (c has 401
+    before 250), b and c at most 1 each: 3 of 7 values."""
+    rows = [("a", "25000", 60), ("a", "4011", 61), ("a", "2724", 61),
+            ("b", "25002", 70), ("b", "4019", 71),
+            ("c", "4010", 50), ("c", "25001", 51)]
+    df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+    assert bench_lda.kept_bound(df, k=3) == pytest.approx(100 * 3 / 7)
+    assert bench_lda.kept_bound(df, k=2) == pytest.approx(100 * 5 / 7)  # 2 + 2 + 1
+    assert bench_lda.kept_bound(df, k=4) == 0.0
+
+
 def _expected_pairs(config: SyntheticConfig) -> pd.DataFrame:
     """Distinct (member, code, age) with the first date, re-derived with pandas."""
     rows = []
