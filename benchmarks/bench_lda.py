@@ -1,37 +1,45 @@
-"""Benchmark of LDA (Tamersoy 2011, Chapter IV): A-GS against Baseline.
+"""Benchmark of LDA (Tamersoy 2011, Chapter IV) at k = 5: A-GS against
+Baseline, the thesis' figures beside ours (benchmarks/lda.md tells the story).
 
-1. "d50_synthetic", a D_50^Pop-like cohort (Table 3: 9.32 (ICD, Age) pairs,
-   5.88 distinct codes and 3.10 distinct ages per trajectory, 50 codes) from
-   the project's claims generator: ``SyntheticConfig(n_members=6,000,
-   seed=2011, claims_per_member=12)`` (other parameters at their defaults,
-   2,000 codes), turned into trajectories by
-   ``anonymizers.synthetic_views.trajectories``: distinct (code, age) pairs
-   of every member's claims, age at ``clm_from_dt`` from ``bene_birth_dt``,
-   restricted to the 50 codes held by the most members, the first 5,000
-   members with a pair, each keeping a seeded random subset of its codes so
-   that the mean is about 9.32 pairs.  claims_per_member was chosen (grid
-   3-23.6 on this seed) to bring codes and ages per trajectory near Table 3;
-   the generator's service dates span three years, so a trajectory has at
-   most four distinct ages.  The realised figures are reported under "data".
-   The thesis' data (Vanderbilt's Synthetic Derivative) is not public.
-2. The DE-SynPUF TestB subset: the 485 beneficiaries of the 2010 summary
-   file, one (code, age) pair per distinct diagnosis code of each inpatient,
-   outpatient and carrier claim (ICD9_DGNS_CD_*), age at CLM_FROM_DT from
-   BENE_BIRTH_DT, the claim date as service_date.
+Cohorts:
 
-k = 5, w_icd = w_age = 0.5; the verifier runs on every release.
-``python -m benchmarks.bench_lda`` from the repository root.
+1. DE-SynPUF TestB claims, built as the pipeline builds them
+   (sql/extract_claims.sql, then plugins/deid/methods/lda.py): one
+   (code, age) pair per distinct diagnosis code of each inpatient, outpatient
+   and carrier claim (admitting, ICD9_DGNS_CD_* and LINE_ICD9_DGNS_CD_*
+   codes, CMS's OTHER/XX000 placeholders dropped), age in whole years at
+   CLM_FROM_DT (CLM_THRU_DT when empty) from the earliest summary file's
+   BENE_BIRTH_DT; no service date (pairs of one age ordered by code).
+   Three code selections, 5-digit codes kept as CMS writes them:
+   ``synpuf_release`` the release's ``lda_codes`` (releases/lda_trajectories.yaml),
+   ``synpuf_d4`` the thesis' D_4 categories (250, 272, 401, 724; IV.4.1),
+   ``synpuf_d50`` the 50 codes held by the most patients (D_50's rule).
+2. ``d50_synthetic``: a D_50^Pop-like cohort from the claims generator
+   (``SyntheticConfig(n_members=1,200, seed=2011, claims_per_member=12)``
+   -> ``synthetic_views.trajectories``, 50 codes, about 9.32 pairs per
+   trajectory, the first 1,000 members), without service dates.
+
+Each cohort runs A-GS with the chosen readings, Baseline, and two A-GS runs
+that undo one reading each (``readings``): pairs of one age ordered by
+service date, and ``|A|`` = every ICD-9-CM code.  The verifier runs on every
+release.  ``python -m benchmarks.bench_lda`` from the repository root;
+``python -m benchmarks.bench_lda --bound`` prints ``kept_bound`` of each
+SynPUF cohort (an upper bound on any k-anonymous in-order release, below).
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import yaml
 
 from anonymizers.longitudinal import LDAConfig, lda
 from anonymizers.synthetic import SyntheticConfig
-from anonymizers.synthetic_views import trajectories
+from anonymizers.synthetic_views import category, trajectories
 from anonymizers.verify.longitudinal import verify_lda
 from benchmarks.harness import DATASETS, RESULTS, run_benchmark  # noqa: F401 (RESULTS for tests)
 
@@ -39,41 +47,86 @@ K = 5
 SEED = 2011
 D50 = {"n_codes": 50, "pairs_per_member": 9.32}
 GENERATOR = {"claims_per_member": 12.0}
-SIZES = {False: (5_000, 6_000), True: (300, 400)}  # small -> (trajectories, members)
+SIZES = {False: (1_000, 1_200), True: (300, 400)}  # small -> (trajectories, members)
 SYNPUF = DATASETS / "synpuf" / "cms_bfd_sample_testB"
-CLAIMS = (("Inpatient_Claims_Sample_TestB", 10), ("Outpatient_Claims_Sample_TestB", 10),
-          ("Carrier_Claims_Sample_TestBA", 8))
+RELEASE = Path(__file__).resolve().parents[1] / "releases" / "lda_trajectories.yaml"
+D4_CATEGORIES = ("250", "272", "401", "724")
+PLACEHOLDERS = ("OTHER", "XX000")
+CLAIMS = {"Inpatient_Claims_Sample_TestB": ("ADMTNG_ICD9_DGNS_CD", "ICD9_DGNS_CD_", 10, "", 0),
+          "Outpatient_Claims_Sample_TestB": ("ADMTNG_ICD9_DGNS_CD", "ICD9_DGNS_CD_", 10, "", 0),
+          "Carrier_Claims_Sample_TestBA": (None, "ICD9_DGNS_CD_", 8, "LINE_ICD9_DGNS_CD_", 13)}
+# The thesis' published figures at k = 5 (IV.4.2-IV.4.4).
+THESIS = {
+    "D50Pop": {"icd_kept_3digit_or_finer": "> 30", "age_kept_16year_or_finer": "> 60",
+               "avg_re": "< 1", "source": "Figure 13 text, Figure 12"},
+    "D4Pop": {"icd_kept_3digit_or_finer": "> 55 (3-digit codes)",
+              "age_kept_16year_or_finer": "> 70", "avg_re": "< 1",
+              "source": "Figure 14 text, Figure 12"},
+    "D4Smp": {"ilm": "< 0.5", "alm": "< 0.5", "source": "Figure 11 text"},
+    "Baseline": "suppressed all values for k > 2 (D50Pop)",
+}
+KEEP = ("ilm", "alm", "avg_re", "icd_kept_3digit_or_finer", "age_kept_16year_or_finer",
+        "ilm_by_level", "alm_by_level", "icd_levels", "age_levels", "n_queries",
+        "n_clusters", "min_cluster_size", "max_cluster_size", "suppressed_pairs",
+        "released_pairs", "unknown_codes", "n_alignments")
 
 
 def d50_synthetic(n_patients: int, n_members: int, seed: int = SEED) -> pd.DataFrame:
-    """D_50^Pop-like pairs from the claims generator (module doc, item 1)."""
+    """D_50^Pop-like pairs from the claims generator (module doc, item 2)."""
     config = SyntheticConfig(n_members=n_members, seed=seed, **GENERATOR)
     return trajectories(config, n_patients=n_patients, seed=seed, **D50)
 
 
+def _birth_dates() -> pd.DataFrame:
+    frames = []
+    for year in (2008, 2009, 2010):
+        f = SYNPUF / f"DE1_0_{year}_Beneficiary_Summary_File_Sample_TestB.csv.gz"
+        frames.append(pd.read_csv(f, dtype=str, usecols=["DESYNPUF_ID", "BENE_BIRTH_DT"])
+                      .assign(year=year))
+    return pd.concat(frames).sort_values(["DESYNPUF_ID", "year"]).drop_duplicates("DESYNPUF_ID")
+
+
+def _claim_codes(name: str, spec) -> pd.DataFrame:
+    admitting, prefix, n, line_prefix, n_line = spec
+    cols = ([admitting] if admitting else []) + [f"{prefix}{i}" for i in range(1, n + 1)] \
+        + [f"{line_prefix}{i}" for i in range(1, n_line + 1)]
+    c = pd.read_csv(SYNPUF / f"DE1_0_2008_to_2010_{name}.csv.gz", dtype=str,
+                    usecols=["DESYNPUF_ID", "CLM_ID", "CLM_FROM_DT", "CLM_THRU_DT", *cols])
+    date = c["CLM_FROM_DT"].fillna(c["CLM_THRU_DT"])
+    c["date"] = date.fillna(c.groupby(["DESYNPUF_ID", "CLM_ID"])["CLM_FROM_DT"].transform("min"))
+    c["claim"] = name + ":" + c["CLM_ID"]
+    long = c.melt(id_vars=["DESYNPUF_ID", "claim", "date"], value_vars=cols, value_name="code")
+    return long.dropna(subset=["code"])[["DESYNPUF_ID", "claim", "date", "code"]]
+
+
 def synpuf_pairs(limit: int | None = None) -> pd.DataFrame:
-    """(code, age) pairs of the TestB beneficiaries of 2010 (see module doc)."""
-    bene = pd.read_csv(SYNPUF / "DE1_0_2010_Beneficiary_Summary_File_Sample_TestB.csv.gz",
-                       dtype=str, usecols=["DESYNPUF_ID", "BENE_BIRTH_DT"])
+    """Every (patient, code, age, service_date) of TestB as the extract builds
+    them (module doc, item 1), before any code selection."""
+    codes = pd.concat([_claim_codes(name, spec) for name, spec in CLAIMS.items()])
+    codes = codes[(codes["code"] != "") & ~codes["code"].isin(PLACEHOLDERS)]
+    codes = codes.drop_duplicates(["DESYNPUF_ID", "claim", "code"])
+    bene = _birth_dates()
     if limit:
         bene = bene.head(limit)
-    frames = []
-    for name, n_codes in CLAIMS:
-        cols = [f"ICD9_DGNS_CD_{i}" for i in range(1, n_codes + 1)]
-        claims = pd.read_csv(SYNPUF / f"DE1_0_2008_to_2010_{name}.csv.gz", dtype=str,
-                             usecols=["DESYNPUF_ID", "CLM_ID", "CLM_FROM_DT", *cols])
-        long = claims.melt(id_vars=["DESYNPUF_ID", "CLM_ID", "CLM_FROM_DT"], value_vars=cols,
-                           value_name="code").dropna(subset=["code", "CLM_FROM_DT"])
-        frames.append(long.drop(columns="variable"))
-    pairs = pd.concat(frames).drop_duplicates(["DESYNPUF_ID", "CLM_ID", "code"])
-    pairs = pairs.merge(bene, on="DESYNPUF_ID")
+    pairs = codes.merge(bene, on="DESYNPUF_ID")
     born = pd.to_datetime(pairs["BENE_BIRTH_DT"], format="%Y%m%d")
-    seen = pd.to_datetime(pairs["CLM_FROM_DT"], format="%Y%m%d")
+    seen = pd.to_datetime(pairs["date"], format="%Y%m%d")
     before_birthday = (seen.dt.month * 100 + seen.dt.day) < (born.dt.month * 100 + born.dt.day)
     age = seen.dt.year - born.dt.year - before_birthday.astype(int)
     return pd.DataFrame({"patient_id": pairs["DESYNPUF_ID"].to_numpy(),
                          "code": pairs["code"].to_numpy(), "age": age.to_numpy(),
-                         "service_date": pairs["CLM_FROM_DT"].to_numpy()})
+                         "service_date": pairs["date"].to_numpy()})
+
+
+def synpuf_cohorts(pairs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The three code selections of the module doc (with service dates)."""
+    cats = pairs["code"].map(category)
+    release = yaml.safe_load(RELEASE.read_text())["params"]["lda_codes"]
+    held = pairs.drop_duplicates(["patient_id", "code"])["code"].value_counts(sort=False)
+    top50 = held.sort_index().sort_values(ascending=False, kind="stable").index[:50]
+    pick = {"synpuf_release": cats.isin(release), "synpuf_d4": cats.isin(D4_CATEGORIES),
+            "synpuf_d50": pairs["code"].isin(top50)}
+    return {name: pairs[mask].reset_index(drop=True) for name, mask in pick.items()}
 
 
 def describe(pairs: pd.DataFrame) -> dict:
@@ -88,38 +141,76 @@ def describe(pairs: pd.DataFrame) -> dict:
             "avg_ages_per_t": round(float(per["age"].nunique().mean()), 2)}
 
 
-def anonymize(pairs: pd.DataFrame, alignment: str, k: int = K) -> dict:
+def anonymize(pairs: pd.DataFrame, alignment: str, k: int = K,
+              icd_domain: str = "data") -> dict:
     """One LDA run with its verdict and time."""
     t0 = time.perf_counter()
-    result = lda(pairs, LDAConfig(k=k, alignment=alignment, seed=SEED))
+    result = lda(pairs, LDAConfig(k=k, alignment=alignment, seed=SEED, icd_domain=icd_domain))
     seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     verdict = verify_lda(result.records, result.pseudonym_map, pairs, k)
-    verify_seconds = time.perf_counter() - t0
-    keep = ("ilm", "alm", "avg_re", "n_queries", "n_clusters", "min_cluster_size",
-            "max_cluster_size", "suppressed_pairs", "released_pairs", "unknown_codes",
-            "n_alignments",
-            "icd_levels", "age_levels")
-    return {"seconds": round(seconds, 2), "verify_seconds": round(verify_seconds, 2),
-            "verifier_ok": verdict.ok,
-            "violations": list(verdict.violations[:3]),
-            **{key: result.metrics[key] for key in keep}}
+    return {"seconds": round(seconds, 2),
+            "verify_seconds": round(time.perf_counter() - t0, 2),
+            "verifier_ok": verdict.ok, "violations": list(verdict.violations[:3]),
+            **{key: result.metrics[key] for key in KEEP}}
+
+
+def cohort(pairs: pd.DataFrame) -> dict:
+    """A-GS and Baseline on ``pairs`` (dates dropped), and the two undone readings."""
+    plain = pairs.drop(columns="service_date")
+    out = {"data": describe(pairs), "a-gs": anonymize(plain, "a-gs"),
+           "baseline": anonymize(plain, "baseline")}
+    short = ("icd_kept_3digit_or_finer", "age_kept_16year_or_finer", "ilm", "alm", "avg_re",
+             "suppressed_pairs", "verifier_ok")
+    out["readings"] = {
+        "date_order": {key: anonymize(pairs, "a-gs")[key] for key in short},
+        "icd_domain_hierarchy": {key: anonymize(plain, "a-gs", icd_domain="hierarchy")[key]
+                                 for key in short}}
+    return out
+
+
+def kept_bound(pairs: pd.DataFrame, k: int = K) -> float:
+    """Upper bound on the percent of ICD values that any k-anonymous release
+    which generalizes, in order, a subsequence of each trajectory (what the
+    verifier checks) can keep at 3-digit or finer.  Such values of a patient
+    t are a common subsequence of 3-digit categories, in (age, code) order,
+    of t and of the k-1 others released like t, so they number at most the
+    (k-1)-th largest LCS of t's category sequence with another patient's.
+    Ages, and that one group must share one subsequence, are ignored."""
+    d = pairs.assign(cat=pairs["code"].map(category))
+    d = d.sort_values(["patient_id", "age", "code"], kind="stable")
+    codes = np.unique(d["cat"].to_numpy(), return_inverse=True)[1]
+    seqs = [codes[i] for i in d.groupby("patient_id", sort=False).indices.values()]
+    if len(seqs) < k:
+        return 0.0
+    lengths = np.array([len(x) for x in seqs])
+    table = np.full((len(seqs), lengths.max()), -1)
+    for i, x in enumerate(seqs):
+        table[i, :len(x)] = x
+    kept = 0
+    for t, x in enumerate(seqs):  # LCS of t with everyone, one DP row at a time
+        row = np.zeros((len(seqs), table.shape[1] + 1), dtype=np.int64)
+        for c in x:
+            step = np.maximum(row[:, 1:], row[:, :-1] + (table == c))
+            row[:, 1:] = np.maximum.accumulate(step, axis=1)
+        lcs = row[np.arange(len(seqs)), lengths]
+        lcs[t] = -1
+        kept += int(np.sort(lcs)[::-1][k - 2]) if k > 1 else len(x)
+    return 100.0 * kept / len(d)
 
 
 def figures(small: bool = False) -> dict:
-    out = {}
+    out = {"thesis": THESIS}
+    if SYNPUF.is_dir():
+        for name, pairs in synpuf_cohorts(synpuf_pairs(limit=40 if small else None)).items():
+            out[name] = cohort(pairs)
+    else:
+        out["synpuf"] = f"skipped: {SYNPUF} not found"
     t0 = time.perf_counter()
     d50 = d50_synthetic(*SIZES[small])
     data_seconds = round(time.perf_counter() - t0, 2)
-    out["d50_synthetic"] = {"data": {**describe(d50), "data_seconds": data_seconds},
-                            "a-gs": anonymize(d50, "a-gs"),
-                            "baseline": anonymize(d50, "baseline")}
-    if SYNPUF.is_dir():
-        syn = synpuf_pairs(limit=40 if small else None)
-        out["synpuf_testB"] = {"data": describe(syn), "a-gs": anonymize(syn, "a-gs"),
-                               "baseline": anonymize(syn, "baseline")}
-    else:
-        out["synpuf_testB"] = f"skipped: {SYNPUF} not found"
+    out["d50_synthetic"] = cohort(d50)
+    out["d50_synthetic"]["data"]["data_seconds"] = data_seconds
     return out
 
 
@@ -134,4 +225,9 @@ def main(small: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    if "--bound" in sys.argv:
+        for name, cohort_pairs in synpuf_cohorts(synpuf_pairs()).items():
+            print(f"{name}: at most {kept_bound(cohort_pairs):.1f}% of ICD values at "
+                  f"3-digit or finer (k={K})")
+    else:
+        main()

@@ -4,7 +4,9 @@ Writes ``{"k": K, "records": [{"patient_id": ..., "trajectory": [[code, age], ..
 "metrics": {...}}``.  Patient ids in the output are fresh pseudonyms; the map
 back to the input ids is written only if ``--map`` names a file (keep it
 private).  ``--verify`` re-checks the release with the independent verifier
-and fails (exit 3) if it does not hold.
+and fails (exit 3) if it does not hold.  An input that cannot give a release
+keeping anything (no patient, fewer than k, or only ``('*', '*')`` pairs)
+exits 2 with one line, and writes nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pandas as pd
 
 from anonymizers.io import read_table, write_json
 from anonymizers.longitudinal import LDAConfig, lda
+from anonymizers.longitudinal.framework import ICD_DOMAINS, NothingToRelease
 from anonymizers.longitudinal.trajectories import OPTIONAL, REQUIRED
 
 SHOW_UNKNOWN = 20
@@ -26,6 +29,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--w-age", type=float, default=0.5, help="Age loss weight (default 0.5)")
     parser.add_argument("--alignment", choices=["a-gs", "baseline"], default="a-gs",
                         help="alignment used to cluster and anonymize (default a-gs)")
+    parser.add_argument("--icd-domain", choices=list(ICD_DOMAINS), default="data",
+                        help="what |A| of the loss metric counts for ICD: the data's distinct "
+                             "codes (default) or every ICD-9-CM code")
     parser.add_argument("--seed", type=int, default=None,
                         help="random seed (default: fresh entropy, not reproducible)")
     parser.add_argument("--input", required=True, help="CSV: patient_id,code,age[,service_date]")
@@ -39,8 +45,12 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     pairs = read_table(args.input, REQUIRED, OPTIONAL)
     config = LDAConfig(k=args.k, w_icd=args.w_icd, w_age=args.w_age,
-                       alignment=args.alignment, seed=args.seed)
-    result = lda(pairs, config, source=str(args.input))
+                       alignment=args.alignment, seed=args.seed, icd_domain=args.icd_domain)
+    try:
+        result = lda(pairs, config, source=str(args.input))
+    except NothingToRelease as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     write_json(release_json(result), args.output)
     if args.map:
         result.pseudonym_map.to_csv(args.map, index=False)

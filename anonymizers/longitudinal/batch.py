@@ -9,9 +9,12 @@ of the candidate's suppression costs, the row is
 ``T[h, j] = S[j] + cummin_l<=j (V[l] - S[l])`` (the LEFT moves chained).
 Candidates are grouped by length (within a factor 2) and padded.
 
-Both query and candidates are input trajectories (only their root values are
-generalized), so the pairwise generalization costs depend only on the two
-values: they are tabulated per query over the dataset's distinct values.
+Candidates are input trajectories (only their root values are generalized);
+the query is one too, or a cluster's anonymized trajectory while the cluster
+grows (Section IV.3.2 with footnote 6).  Either way the generalization cost
+of a query value against a candidate value depends only on the two values
+(and the query value's generalized flag): it is tabulated per query over the
+dataset's distinct values.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from anonymizers.longitudinal.alignment import Trees
+from anonymizers.longitudinal.alignment import Pairs, Trees
 from anonymizers.longitudinal.loss import combined_lm, lm
 
 PAD_CELLS = 1 << 15  # below this many padded cells a chunk is overhead-bound
@@ -58,21 +61,30 @@ class CostModel:
         sup_age = lm(trees.age, enc.age_nodes, enc.age_nodes == 0, 0) * w_age
         self.sup_flat = sup_icd[enc.icd_val] + sup_age[enc.age_val]
 
-    def _table(self, tree, nodes, query_vals, w) -> np.ndarray:
-        """Weighted combined LM of each query value against every distinct
-        value, plus a zero column for padding."""
-        uq, inv = np.unique(query_vals, return_inverse=True)
-        q = nodes[uq][:, None]
-        _, cost = combined_lm(tree, q, q == 0, nodes[None, :], nodes[None, :] == 0)
+    def _table(self, tree, nodes, q_nodes, q_gen, w) -> np.ndarray:
+        """Weighted combined LM of each query value (node id and generalized
+        flag) against every distinct value, plus a zero column for padding."""
+        keys = np.asarray(q_nodes, dtype=np.int64) * 2 + np.asarray(q_gen, dtype=np.int64)
+        uq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+        q, g = np.asarray(q_nodes)[first][:, None], np.asarray(q_gen)[first][:, None]
+        _, cost = combined_lm(tree, q, g, nodes[None, :], nodes[None, :] == 0)
         table = np.zeros((len(uq), len(nodes) + 1))
         table[:, :-1] = cost * w
-        return table[inv]
+        return table[inv.ravel()]
+
+    def tables(self, x: Pairs):
+        """Cost tables of query ``x``, which may be a cluster's anonymized
+        trajectory (footnote 6): its generalized values weigh their leaves."""
+        ti = self._table(self.trees.icd, self.enc.icd_nodes, x.icd, x.icd_gen, self.w_icd)
+        ta = self._table(self.trees.age, self.enc.age_nodes, x.age, x.age_gen, self.w_age)
+        sx = (lm(self.trees.icd, x.icd, x.icd_gen, 0) * self.w_icd
+              + lm(self.trees.age, x.age, x.age_gen, 0) * self.w_age)
+        return ti, ta, sx
 
     def query_tables(self, t: int):
         s = self.enc.span(t)
-        ti = self._table(self.trees.icd, self.enc.icd_nodes, self.enc.icd_val[s], self.w_icd)
-        ta = self._table(self.trees.age, self.enc.age_nodes, self.enc.age_val[s], self.w_age)
-        return ti, ta, self.sup_flat[s]
+        return self.tables(Pairs.original(self.enc.icd_nodes[self.enc.icd_val[s]],
+                                          self.enc.age_nodes[self.enc.age_val[s]]))
 
 
 def _chunks(lengths: np.ndarray) -> list[np.ndarray]:
@@ -103,10 +115,11 @@ def _padded(enc: Encoded, model: CostModel, idx: np.ndarray):
     return yi, ya, sup, lengths
 
 
-def ags_costs(model: CostModel, t: int, candidates: np.ndarray) -> np.ndarray:
-    """Total weighted A-GS cost (ILM + ALM) of trajectory ``t`` against each
-    of ``candidates`` (indices), in the order given."""
-    ti, ta, sx = model.query_tables(t)
+def ags_costs(model: CostModel, t: int | Pairs, candidates: np.ndarray) -> np.ndarray:
+    """Total weighted A-GS cost (ILM + ALM) of trajectory ``t`` (an index, or
+    an anonymized trajectory) against each of ``candidates`` (indices), in
+    the order given, without the constant ILM(X) + ALM(X) of step 2."""
+    ti, ta, sx = model.query_tables(t) if isinstance(t, (int, np.integer)) else model.tables(t)
     out = np.empty(len(candidates))
     for pos in _chunks(model.enc.lengths[candidates]):
         yi, ya, sy, lengths = _padded(model.enc, model, candidates[pos])
@@ -124,9 +137,10 @@ def ags_costs(model: CostModel, t: int, candidates: np.ndarray) -> np.ndarray:
     return out
 
 
-def baseline_costs(model: CostModel, t: int, candidates: np.ndarray) -> np.ndarray:
-    """Total Baseline cost (Algorithm 2) of ``t`` against each candidate."""
-    ti, ta, sx = model.query_tables(t)
+def baseline_costs(model: CostModel, t: int | Pairs, candidates: np.ndarray) -> np.ndarray:
+    """Total Baseline cost (Algorithm 2) of ``t`` (an index, or an anonymized
+    trajectory) against each candidate, without ILM(X) + ALM(X)."""
+    ti, ta, sx = model.query_tables(t) if isinstance(t, (int, np.integer)) else model.tables(t)
     m = len(sx)
     sx_tail = np.concatenate([np.cumsum(sx[::-1])[::-1], [0.0]])
     out = np.empty(len(candidates))

@@ -8,9 +8,22 @@ the cluster's one anonymized trajectory under fresh pseudonyms.
 
 Choices where the thesis is silent (documented here and in the modules):
 codes outside the ICD hierarchy and ages outside the age domain are
-generalized straight to the root ``*`` and reported; k larger than the number
-of patients is refused (ParameterError) rather than releasing everything
-suppressed; k = 1 releases every trajectory unchanged.
+generalized straight to the root ``*`` and reported; k = 1 releases every
+trajectory unchanged.  An input whose release would carry nothing -- no
+patient, fewer than k patients, or a release in which every pair is
+suppressed or generalized to ``(*, *)`` -- is refused with
+``NothingToRelease`` (an InputError), never returned as an empty success.
+
+``|A|`` of Definition 4 for ICD (``icd_domain``): "data" (default) reads it
+as Table 3's ``|ICD|``, the number of distinct codes of the dataset, with
+``A^Delta`` counting the dataset's codes under a node; "hierarchy" counts
+every billable code of ICD-9-CM (14,567).  Example 5 holds under both with
+the Figure 6 tree, but only the data reading keeps Definition 4 a trade-off
+on the real tree: there the circulatory chapter holds 474 of the 14,567
+codes, so generalizing two codes to it costs 0.065, half of widening two
+ages to an 8-year interval (0.125), and A-GS lets codes rise to the chapter
+to save ages (benchmarks/lda.md).  Age keeps the thesis' stated domain
+1..128 (IV.4.4).
 """
 
 from __future__ import annotations
@@ -21,17 +34,22 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from anonymizers.errors import ParameterError
-from anonymizers.hierarchy import Hierarchy
+from anonymizers.errors import InputError, ParameterError
+from anonymizers.hierarchy import ROOT, Hierarchy
 from anonymizers.longitudinal import hierarchies as hz
 from anonymizers.longitudinal.alignment import Pairs, Trees, ags, baseline
 from anonymizers.longitudinal.batch import CostModel, Encoded, ags_costs, baseline_costs
-from anonymizers.longitudinal.clustering import anonymize_cluster, mdav, trajectory_keys
+from anonymizers.longitudinal.clustering import greedy, mdav, trajectory_keys
 from anonymizers.longitudinal.release import Release, assemble
 from anonymizers.longitudinal.trajectories import Trajectories, build_trajectories
 from anonymizers.pseudonyms import generator
 
 ALIGNMENTS = ("a-gs", "baseline")
+ICD_DOMAINS = ("data", "hierarchy")
+
+
+class NothingToRelease(InputError):
+    """The input cannot give a release that keeps anything (see module doc)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,10 @@ class LDAConfig:
     age_hierarchy : Hierarchy or None, default None
         Generalization tree for ages (labels are the ages as strings); None is
         the full binary tree over 1..128 of Section IV.4.4.
+    icd_domain : {'data', 'hierarchy'}, default 'data'
+        What ``|A|`` and the leaf counts of Definition 4 count for ICD: the
+        dataset's distinct codes (Table 3's ``|ICD|``) or every leaf of the
+        ICD hierarchy (see the module doc).
     pseudonym_key : bytes or None, default None
         Secret key of the pseudonym permutation (``anonymizers.pseudonyms``):
         with it the permutation cannot be drawn again from the seed alone.
@@ -73,6 +95,7 @@ class LDAConfig:
     seed: int | None = None
     icd_hierarchy: Hierarchy | None = field(default=None, compare=False)
     age_hierarchy: Hierarchy | None = field(default=None, compare=False)
+    icd_domain: str = "data"
     pseudonym_key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -88,6 +111,9 @@ class LDAConfig:
         if self.alignment not in ALIGNMENTS:
             raise ParameterError("alignment", f"must be one of {list(ALIGNMENTS)}, "
                                               f"got {self.alignment!r}")
+        if self.icd_domain not in ICD_DOMAINS:
+            raise ParameterError("icd_domain", f"must be one of {list(ICD_DOMAINS)}, "
+                                               f"got {self.icd_domain!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or
                                       not isinstance(self.seed, (int, np.integer))
                                       or self.seed < 0):
@@ -118,22 +144,26 @@ class LDAResult:
 def lda(pairs: pd.DataFrame, config: LDAConfig, source: str = "pairs") -> LDAResult:
     """Anonymize ``patient_id,code,age[,service_date]`` pairs with LDA."""
     traj = build_trajectories(pairs, source)
-    if 0 < traj.n < config.k:
-        raise ParameterError("k", f"k={config.k} is larger than the number of patients "
-                                  f"({traj.n}): no cluster of k patients can be formed")
+    if traj.n < config.k:
+        raise NothingToRelease(source, f"{traj.n} patient(s) for k={config.k}: no cluster of "
+                                       f"k patients can be formed, nothing can be released")
     rng = np.random.default_rng(config.seed)
     trees, icd, age, unknown = _encode(traj, config)
     align, distance, n_calls = _aligners(traj, trees, icd, age, config)
     keys = trajectory_keys(icd, age, traj.offsets)
-    groups = mdav(traj.n, config.k, distance, keys, rng)
+
     def original(t: int) -> Pairs:
         span = slice(traj.offsets[t], traj.offsets[t + 1])
         return Pairs.original(icd[span], age[span])
 
-    clusters = [anonymize_cluster(g, original, align) for g in groups]
+    clusters = mdav(traj.n, config.k, distance, keys, rng,
+                    greedy(original, align, distance))
     rel = assemble(traj, trees, icd, age, clusters,
                    generator(config.pseudonym_key, config.seed, rng))
-    metrics = _metrics(config, traj, rel, unknown, n_calls[0] + len(traj.patients) - len(groups))
+    if not _keeps_anything(rel.records):
+        raise NothingToRelease(source, f"every pair would be suppressed or released as "
+                                       f"('*', '*') at k={config.k}: the release keeps nothing")
+    metrics = _metrics(config, traj, rel, unknown, n_calls[0] + traj.n - len(clusters))
     codes_out = sorted(set(traj.codes[unknown].tolist()))
     return LDAResult(rel.records, rel.patients, metrics, rel.pseudonym_map, codes_out)
 
@@ -150,7 +180,13 @@ def _encode(traj: Trajectories, config: LDAConfig):
         age_h, traj.ages.astype(str),
         level_of=hz.age_level if config.age_hierarchy is None else None,
         levels=hz.AGE_LEVELS if config.age_hierarchy is None else ())
+    if config.icd_domain == "data":
+        icd_tree = hz.data_domain(icd_tree, icd)
     return Trees(icd_tree, age_tree), icd, age, unknown
+
+
+def _keeps_anything(records: pd.DataFrame) -> bool:
+    return bool(((records["code"] != ROOT) | (records["age"] != ROOT)).any())
 
 
 def _aligners(traj, trees, icd, age, config):
@@ -185,6 +221,7 @@ def _metrics(config: LDAConfig, traj: Trajectories, rel: Release, unknown: np.nd
              n_alignments: int) -> dict:
     return {"k": int(config.k), "alignment": config.alignment,
             "w_icd": float(config.w_icd), "w_age": float(config.w_age),
+            "icd_domain": config.icd_domain,
             **rel.metrics,
             "unknown_codes": int(len(set(traj.codes[unknown].tolist()))),
             "pairs_with_unknown_code": int(unknown.sum()),

@@ -13,7 +13,7 @@ so that LCAs and leaf counts are vectorised numpy lookups.  Node 0 is the root.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable
 
@@ -180,3 +180,19 @@ def encode_tree(hierarchy: Hierarchy, values, display=None, level_of=None,
 def _depth_level(label: str, depth: int, leaves: int = 0) -> str:
     return "any" if label == ROOT else f"depth {depth}"
 
+
+
+
+def data_domain(tree: EncodedTree, ids) -> EncodedTree:
+    """``tree`` with ``|A|`` and ``A^Delta`` counted over the dataset's values:
+    ``leaves[v]`` is the number of distinct values of ``ids`` (the root, i.e.
+    values outside the hierarchy, left out) at or under ``v``, ``domain``
+    their number (Table 3's ``|ICD|``; at least 1)."""
+    vals = np.unique(np.asarray(ids, dtype=np.int64))
+    vals = vals[vals != 0]
+    counts = np.zeros(tree.n_nodes, dtype=np.int64)
+    for d in range(tree.anc.shape[1]):
+        up = tree.anc[vals, d]
+        np.add.at(counts, up[up >= 0], 1)
+    counts[0] = len(vals)
+    return replace(tree, leaves=np.maximum(counts, 1), domain=max(1, len(vals)))

@@ -15,6 +15,10 @@ over released trajectories; RE = |a - e| / a, AvgRE is the mean RE.
 Level histograms (Figures 13-14): the percent of the original pairs' ICD
 codes and ages that end up at each level of their hierarchy; a suppressed pair
 counts at the root level (any / 128-year), as the thesis counts Baseline's.
+``kept_at_or_below`` sums them up to a level, as IV.4.4 reads them ("more
+than 30% of the ICD codes at the 3-digit level or below").  ``lm_by_level``
+splits ILM (or ALM) by the level each value was released at: the parts sum
+to Definition 8's figure.
 """
 
 from __future__ import annotations
@@ -80,4 +84,26 @@ def level_histogram(tree: EncodedTree, released: np.ndarray, levels=()) -> dict[
     uniq, counts = np.unique(names.astype(str), return_counts=True)
     found = dict(zip(uniq.tolist(), (100.0 * counts / max(1, len(nodes))).tolist()))
     ordered = {lev: found.pop(lev, 0.0) for lev in levels}
+    return {**ordered, **dict(sorted(found.items()))}
+
+
+def kept_at_or_below(histogram: dict, levels: tuple, level: str) -> float:
+    """Percent of values released at ``level`` or a finer one (``levels`` runs
+    from the finest level to the root)."""
+    return float(sum(histogram.get(lev, 0.0) for lev in levels[:levels.index(level) + 1]))
+
+
+def lm_by_level(tree: EncodedTree, released: np.ndarray, per_pair: np.ndarray,
+                offsets: np.ndarray) -> dict[str, float]:
+    """Definition 8 restricted to the values released at each level: the
+    mean over trajectories of (loss of its values at that level) / |T|."""
+    nodes = np.where(np.asarray(released) < 0, 0, released).astype(np.int64)
+    names = tree.level_names(nodes).astype(str)
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    scale = np.divide(1.0, lengths, out=np.zeros(len(lengths)), where=lengths > 0)
+    n = max(1, len(lengths))
+    found = {lev: float(np.sum(per_pair[names == lev] * scale[owner[names == lev]]) / n)
+             for lev in np.unique(names).tolist()}
+    ordered = {lev: found.pop(lev, 0.0) for lev in tree.levels}
     return {**ordered, **dict(sorted(found.items()))}

@@ -91,9 +91,14 @@ def _records(names, cluster_of, rep_icd, rep_age, rep_group, trees: Trees) -> pd
 def _figures(traj, trees, icd, age, rel_icd, rel_age, rep_icd, rep_age, rep_group, sizes):
     u, v, actual = mx.workload(icd, age, traj.owner(), traj.n)
     estimate = mx.estimated_counts(u, v, rep_icd, rep_age, rep_group, sizes, trees.icd, trees.age)
+    icd_loss, age_loss = pair_loss(trees.icd, icd, rel_icd), pair_loss(trees.age, age, rel_age)
+    icd_levels = mx.level_histogram(trees.icd, rel_icd, trees.icd.levels)
+    age_levels = mx.level_histogram(trees.age, rel_age, trees.age.levels)
     return {
-        "ilm": dataset_lm(pair_loss(trees.icd, icd, rel_icd), traj.offsets),
-        "alm": dataset_lm(pair_loss(trees.age, age, rel_age), traj.offsets),
+        "ilm": dataset_lm(icd_loss, traj.offsets),
+        "alm": dataset_lm(age_loss, traj.offsets),
+        "ilm_by_level": mx.lm_by_level(trees.icd, rel_icd, icd_loss, traj.offsets),
+        "alm_by_level": mx.lm_by_level(trees.age, rel_age, age_loss, traj.offsets),
         "avg_re": mx.avg_re(actual.astype(float), estimate),
         "n_queries": int(len(u)),
         "n_patients": int(traj.n),
@@ -102,6 +107,19 @@ def _figures(traj, trees, icd, age, rel_icd, rel_age, rep_icd, rep_age, rep_grou
         "min_cluster_size": int(sizes.min()) if len(sizes) else 0,
         "max_cluster_size": int(sizes.max()) if len(sizes) else 0,
         "suppressed_pairs": int(np.sum(rel_icd < 0)),
-        "icd_levels": mx.level_histogram(trees.icd, rel_icd, trees.icd.levels),
-        "age_levels": mx.level_histogram(trees.age, rel_age, trees.age.levels),
+        "icd_levels": icd_levels,
+        "age_levels": age_levels,
+        **_kept(trees, icd_levels, age_levels),
     }
+
+
+def _kept(trees: Trees, icd_levels: dict, age_levels: dict) -> dict:
+    """The two shares IV.4.4 quotes (only with the default trees' levels)."""
+    out = {}
+    if "3-digit" in trees.icd.levels:
+        out["icd_kept_3digit_or_finer"] = mx.kept_at_or_below(icd_levels, trees.icd.levels,
+                                                              "3-digit")
+    if "16-year" in trees.age.levels:
+        out["age_kept_16year_or_finer"] = mx.kept_at_or_below(age_levels, trees.age.levels,
+                                                              "16-year")
+    return out

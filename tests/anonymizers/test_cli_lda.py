@@ -52,12 +52,37 @@ def test_baseline_and_weights(pairs_csv, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--k", "0"], "parameter 'k'"),
-    (["--k", "9"], "larger than the number of patients"),
     (["--k", "2", "--w-icd", "0.7"], "w_icd + w_age must be 1")])
 def test_user_errors_exit_1(pairs_csv, tmp_path, capsys, args, message):
     code = main(["lda", *args, "--input", str(pairs_csv), "--output", str(tmp_path / "o.json")])
     assert code == 1
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rows", [[(1, "401.1", 33)] * 0, [(1, "401.1", 33), (2, "401.9", 35)],
+                                  [(1, "401.1", 30), (2, "250.00", 90), (3, "7245", 10)]])
+def test_a_release_that_keeps_nothing_exits_2_with_one_line(tmp_path, capsys, rows):
+    """No patient; fewer than k=3; three patients with nothing in common."""
+    path, out = tmp_path / "pairs.csv", tmp_path / "o.json"
+    pd.DataFrame(rows, columns=["patient_id", "code", "age"]).to_csv(path, index=False)
+    assert main(["lda", "--k", "3", "--seed", "0", "--input", str(path),
+                 "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "nothing" in err[0]
+    assert not out.exists()
+
+
+def test_k_larger_than_the_data_exits_2(pairs_csv, tmp_path, capsys):
+    assert main(["lda", "--k", "9", "--input", str(pairs_csv),
+                 "--output", str(tmp_path / "o.json")]) == 2
+    assert "6 patient(s) for k=9" in capsys.readouterr().err
+
+
+def test_icd_domain_option(pairs_csv, tmp_path):
+    out = tmp_path / "out.json"
+    assert main(["lda", "--k", "2", "--seed", "0", "--icd-domain", "hierarchy",
+                 "--input", str(pairs_csv), "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["metrics"]["icd_domain"] == "hierarchy"
 
 
 def test_missing_input_and_bad_age(tmp_path, capsys):

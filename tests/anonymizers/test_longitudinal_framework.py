@@ -10,6 +10,7 @@ import pytest
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.hierarchy import from_parent_map
 from anonymizers.longitudinal import LDAConfig, lda
+from anonymizers.longitudinal.framework import NothingToRelease
 from anonymizers.longitudinal.hierarchies import age_hierarchy, encode_tree
 from anonymizers.longitudinal.metrics import avg_re, estimated_counts
 from anonymizers.longitudinal.trajectories import build_trajectories
@@ -73,9 +74,21 @@ def test_avg_re_worked_example():
 
 def test_metrics_of_figure_3c():
     m = lda(fig3a(), LDAConfig(k=2, seed=0)).metrics
-    # pairs: 15 in 6 trajectories; ICD: 401.1/401.9 -> 401 (3 leaves) twice,
-    # one pair suppressed (1); Age: 39, 40 -> [39-40] (2/128) twice, suppressed (1)
-    assert m["ilm"] == pytest.approx((2 * 3 / 14567 / 2 + 1 / 4) / 6)
+    # pairs: 15 in 6 trajectories; ICD: 401.1/401.9 -> 401 (both codes of the
+    # data's domain of 2) in two trajectories of 2 pairs, one pair suppressed
+    # (1) in a trajectory of 4; Age: 39, 40 -> [39-40] (2/128) twice, suppressed (1)
+    assert m["ilm"] == pytest.approx((2 * 2 / 2 / 2 + 1 / 4) / 6)
+    assert m["icd_domain"] == "data"
+    assert m["ilm_by_level"]["3-digit"] == pytest.approx(2 * 2 / 2 / 2 / 6)
+    assert m["ilm_by_level"]["any"] == pytest.approx(1 / 4 / 6)
+    assert sum(m["ilm_by_level"].values()) == pytest.approx(m["ilm"])
+    assert sum(m["alm_by_level"].values()) == pytest.approx(m["alm"])
+    assert m["icd_kept_3digit_or_finer"] == pytest.approx(100 * 14 / 15)
+    assert m["age_kept_16year_or_finer"] == pytest.approx(100 * 14 / 15)
+    # the whole ICD-9-CM tree: 401 holds 3 of its 14,567 codes
+    h = lda(fig3a(), LDAConfig(k=2, seed=0, icd_domain="hierarchy")).metrics
+    assert h["ilm"] == pytest.approx((2 * 3 / 14567 / 2 + 1 / 4) / 6)
+    assert h["alm"] == m["alm"]
     assert m["alm"] == pytest.approx((2 * (2 / 128) / 2 + 1 / 4) / 6)
     assert m["icd_levels"]["any"] == pytest.approx(100 / 15)
     assert m["age_levels"]["2-year"] == pytest.approx(200 / 15)
@@ -115,16 +128,32 @@ def test_service_date_breaks_ties_before_the_code():
     ({"k": 0}, "k"), ({"k": 2.5}, "k"), ({"k": True}, "k"),
     ({"k": 2, "w_icd": -0.1, "w_age": 1.1}, "w_icd"),
     ({"k": 2, "w_icd": 0.5, "w_age": 0.6}, "w_icd"),
-    ({"k": 2, "alignment": "greedy"}, "alignment"), ({"k": 2, "seed": -1}, "seed")])
+    ({"k": 2, "alignment": "greedy"}, "alignment"), ({"k": 2, "seed": -1}, "seed"),
+    ({"k": 2, "icd_domain": "leaves"}, "icd_domain")])
 def test_config_rejects_bad_parameters(kwargs, field):
     with pytest.raises(ParameterError) as err:
         LDAConfig(**kwargs)
     assert err.value.field == field
 
 
-def test_k_larger_than_the_data_is_refused():
-    with pytest.raises(ParameterError, match="larger than the number of patients"):
-        lda(fig3a(), LDAConfig(k=7, seed=0))
+@pytest.mark.parametrize("k,rows", [(7, FIG3A), (1, []), (2, FIG3A[:3])])
+def test_fewer_patients_than_k_is_refused(k, rows):
+    """No patient, or fewer than k: nothing can be released."""
+    df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+    with pytest.raises(NothingToRelease, match="no cluster of k patients"):
+        lda(df, LDAConfig(k=k, seed=0))
+    assert issubclass(NothingToRelease, InputError)
+
+
+def test_a_release_of_nothing_but_roots_is_refused():
+    """Two patients with no code and no age in common: A-GS generalizes both
+    pairs to ('*', '*') (a tie with suppression goes to generalization), so
+    the only 2-anonymous release keeps nothing."""
+    df = pd.DataFrame([("a", "401.1", 30), ("b", "250.00", 90)],
+                      columns=["patient_id", "code", "age"])
+    with pytest.raises(NothingToRelease, match="keeps nothing"):
+        lda(df, LDAConfig(k=2, seed=0))
+    assert len(lda(df, LDAConfig(k=1, seed=0)).records) == 2
 
 
 @pytest.mark.parametrize("column,value,problem", [

@@ -94,3 +94,22 @@ def test_values_outside_the_hierarchy_cost_one():
     tree, ids, unknown = encode_tree(age_hierarchy(33, 40), ["0", "33"])
     assert unknown.tolist() == [True, False]
     assert pair_loss(tree, ids, np.array([0, ids[1]])).tolist() == [1.0, 0.0]
+
+
+def test_data_domain_counts_the_data_codes_under_each_node():
+    """|A| = the data's distinct known codes; a code that is also an inner
+    node (2841 over 28411) counts itself and what is under it; codes outside
+    the hierarchy (released as the root) are not in the domain."""
+    from anonymizers.longitudinal.hierarchies import data_domain
+
+    codes = ["4011", "4019", "4011", "28411", "2841", "25000", "-1"]
+    tree, ids, unknown = encode_tree(icd9cm(), codes)
+    data = data_domain(tree, ids)
+    leaves = dict(zip(data.labels.tolist(), data.leaves.tolist()))
+    assert data.domain == 5 and leaves["*"] == 5
+    assert leaves["401"] == 2 and leaves["2841"] == 2 and leaves["284"] == 2
+    assert leaves["4011"] == 1 and leaves["390-459"] == 2 and leaves["240-279"] == 1
+    assert unknown.tolist() == [False] * 6 + [True]
+    assert lm(data, tree.index["4011"], False, tree.index["401"]) == pytest.approx(2 / 5)
+    empty = data_domain(*encode_tree(icd9cm(), ["-1"])[:2])
+    assert empty.domain == 1

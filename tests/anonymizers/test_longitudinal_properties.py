@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anonymizers.errors import ParameterError
 from anonymizers.longitudinal import LDAConfig, lda
+from anonymizers.longitudinal import framework
+from anonymizers.longitudinal.framework import NothingToRelease
 from anonymizers.verify.longitudinal import verify_lda
 
 CODES = ["401.1", "4019", "401.0", "250.00", "25001", "272.4", "V15.4", "E950", "E9500",
@@ -26,8 +27,23 @@ def frame(trajectories, ids=None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def run(df, k, alignment="a-gs", seed=0):
-    result = lda(df, LDAConfig(k=k, alignment=alignment, seed=seed))
+def run(df, k, alignment="a-gs", seed=0, icd_domain="data"):
+    """LDA checked by the verifier; None when LDA refuses a release that would
+    keep nothing, after checking that refusal independently: the release
+    LDA withheld (obtained by disabling the check) holds only ('*', '*')."""
+    config = LDAConfig(k=k, alignment=alignment, seed=seed, icd_domain=icd_domain)
+    try:
+        result = lda(df, config)
+    except NothingToRelease as exc:
+        if "keeps nothing" not in str(exc):
+            assert df["patient_id"].nunique() < k
+            return None
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(framework, "_keeps_anything", lambda records: True)
+            withheld = lda(df, config)
+        assert (withheld.records[["code", "age"]] == "*").all().all()
+        assert verify_lda(withheld.records, withheld.pseudonym_map, df, k).ok
+        return None
     verdict = verify_lda(result.records, result.pseudonym_map, df, k)
     assert verdict.ok, verdict.violations
     return result
@@ -39,16 +55,18 @@ cohort = st.lists(st.lists(pair, min_size=1, max_size=10), min_size=1, max_size=
 
 @given(cohort, st.integers(1, 5), st.sampled_from(["a-gs", "baseline"]), st.integers(0, 3),
        st.none() | st.lists(st.sampled_from(["", "2008-01-02", "2008-01-01", "20090105"]),
-                            min_size=140, max_size=140))
-def test_release_passes_the_verifier(trajectories, k, alignment, seed, dates):
+                            min_size=140, max_size=140), st.sampled_from(["data", "hierarchy"]))
+def test_release_passes_the_verifier(trajectories, k, alignment, seed, dates, icd_domain):
     df = frame(trajectories)
     if dates is not None:  # service dates (some empty) reorder pairs of the same age
         df["service_date"] = dates[:len(df)]
     if len(trajectories) < k:
-        with pytest.raises(ParameterError):
-            lda(df, LDAConfig(k=k, alignment=alignment, seed=seed))
+        with pytest.raises(NothingToRelease, match="no cluster of k patients"):
+            lda(df, LDAConfig(k=k, alignment=alignment, seed=seed, icd_domain=icd_domain))
         return
-    result = run(df, k, alignment, seed)
+    result = run(df, k, alignment, seed, icd_domain)
+    if result is None:
+        return
     m = result.metrics
     assert 0 <= m["ilm"] <= 1 and 0 <= m["alm"] <= 1
     assert k <= m["min_cluster_size"] and m["max_cluster_size"] <= max(k, 2 * k - 1)
@@ -61,7 +79,8 @@ def released(trajectories, k):
     if len(trajectories) < k:
         return None, None
     df = frame(trajectories)
-    return df, run(df, k)
+    result = run(df, k)
+    return (None, None) if result is None else (df, result)
 
 
 @given(cohort, st.integers(2, 4))
@@ -110,10 +129,9 @@ def test_verifier_catches_a_code_that_is_not_an_ancestor():
     assert not verify_lda(dropped, result.pseudonym_map, df, 2).ok
 
 
-def test_empty_input():
-    result = run(pd.DataFrame(columns=COLUMNS), 3)
-    assert result.records.empty and len(result.patients) == 0
-    assert result.metrics["ilm"] == 0.0 and result.metrics["avg_re"] is None
+def test_empty_input_is_refused():
+    with pytest.raises(NothingToRelease, match="0 patient"):
+        lda(pd.DataFrame(columns=COLUMNS), LDAConfig(k=1, seed=0))
 
 
 def test_one_patient():
@@ -121,7 +139,7 @@ def test_one_patient():
     result = run(df, 1)
     assert result.records[["code", "age"]].values.tolist() == [["401.1", "40"], ["250.00", "41"]]
     assert result.metrics["ilm"] == 0.0
-    with pytest.raises(ParameterError, match="k=2 is larger"):
+    with pytest.raises(NothingToRelease, match="1 patient.s. for k=2"):
         lda(df, LDAConfig(k=2, seed=0))
 
 

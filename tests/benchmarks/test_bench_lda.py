@@ -33,14 +33,45 @@ def test_small_benchmark_runs_and_verifies(record):
         run = d50[alignment]
         assert run["verifier_ok"] and run["min_cluster_size"] >= bench_lda.K
         assert 0 <= run["ilm"] <= 1 and 0 <= run["alm"] <= 1
+        assert sum(run["ilm_by_level"].values()) == pytest.approx(run["ilm"])
+        assert sum(run["icd_levels"].values()) == pytest.approx(100)
     assert d50["a-gs"]["ilm"] + d50["a-gs"]["alm"] < d50["baseline"]["ilm"] + d50["baseline"]["alm"]
+    assert all(r["verifier_ok"] for r in d50["readings"].values())
+    assert "D50Pop" in record["figures"]["thesis"]
 
 
 @pytest.mark.datasets
 def test_small_benchmark_on_synpuf(record, datasets_dir):
-    syn = record["figures"]["synpuf_testB"]
-    assert syn["data"]["patients"] > 10
-    assert syn["a-gs"]["verifier_ok"] and syn["baseline"]["verifier_ok"]
+    for name in ("synpuf_release", "synpuf_d4", "synpuf_d50"):
+        syn = record["figures"][name]
+        assert syn["data"]["patients"] > 10
+        assert syn["a-gs"]["verifier_ok"] and syn["baseline"]["verifier_ok"]
+    assert record["figures"]["synpuf_d50"]["data"]["distinct_codes"] == 50
+
+
+@pytest.mark.datasets
+def test_synpuf_pairs_follow_the_extract(datasets_dir):
+    """Admitting and line codes count, placeholders do not, one pair per
+    distinct code of a claim, age in whole years at the claim date."""
+    pairs = bench_lda.synpuf_pairs(limit=40)
+    assert not pairs["code"].isin(["OTHER", "XX000", ""]).any()
+    assert pairs["age"].between(0, 120).all()
+    assert list(pairs.columns) == ["patient_id", "code", "age", "service_date"]
+    cohorts = bench_lda.synpuf_cohorts(pairs)
+    assert set(cohorts["synpuf_d4"]["code"].str[:3]) <= set(bench_lda.D4_CATEGORIES)
+
+
+def test_kept_bound_on_a_small_example():
+    """Three patients: b and c share 250 then 401 with a, in order; k=3 needs
+    two others, so a keeps at most min(LCS(a,b), LCS(a,c)) = 1 (c has 401
+    before 250), b and c at most 1 each: 3 of 7 values."""
+    rows = [("a", "25000", 60), ("a", "4011", 61), ("a", "2724", 61),
+            ("b", "25002", 70), ("b", "4019", 71),
+            ("c", "4010", 50), ("c", "25001", 51)]
+    df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+    assert bench_lda.kept_bound(df, k=3) == pytest.approx(100 * 3 / 7)
+    assert bench_lda.kept_bound(df, k=2) == pytest.approx(100 * 5 / 7)  # 2 + 2 + 1
+    assert bench_lda.kept_bound(df, k=4) == 0.0
 
 
 def _expected_pairs(config: SyntheticConfig) -> pd.DataFrame:
