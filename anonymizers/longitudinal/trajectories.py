@@ -80,7 +80,7 @@ def _whole_numbers(col: pd.Series, source: str) -> np.ndarray:
     bad = ~np.isfinite(num) | (num != np.round(num))
     if bad.any():
         row = int(bad.argmax())
-        raise InputError(source, f"age {col.iloc[row]!r} is not a whole number",
+        raise InputError(source, "the age is not a whole number",
                          row=row + 1, field="age")
     return num.astype(np.int64)
 
@@ -95,7 +95,7 @@ def _dates(col: pd.Series, source: str) -> np.ndarray:
     bad = (parsed.isna() & (filled != "")).to_numpy()
     if bad.any():
         row = int(bad.argmax())
-        raise InputError(source, f"service date {col.iloc[row]!r} is not a date",
+        raise InputError(source, "the service date is not a date",
                          row=row + 1, field="service_date")
     # an empty date sorts first among the pairs of the same age
     return parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64)

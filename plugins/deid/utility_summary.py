@@ -61,7 +61,7 @@ def excess(a: float, b: float) -> float:
 
 
 def percent_sum(*levels: float) -> float:
-    """LDA's level histograms are in percent (``level_histogram``): their sum as a share."""
+    """LDA's level shares are in percent (``kept_at_or_below``): their sum as a share."""
     return sum(levels) / 100
 
 
@@ -179,12 +179,10 @@ FIGURES: dict[str, tuple[Figure, ...]] = {
                f"{UGACLIP}, Definition 2", better=SHOWN, unit="number"),
     ),
     "lda": (
-        Figure("ICD values at the 3-digit level or finer",
-               ("icd_levels.5-digit", "icd_levels.4-digit", "icd_levels.3-digit"), 0.30,
+        Figure("ICD values at the 3-digit level or finer", ("icd_kept_3digit_or_finer",), 0.30,
                "more than 30% (D50 Pop, k=5, A-GS)", f"{THESIS}, IV.4.4, Fig. 13",
                combine=percent_sum),
-        Figure("ages at the 16-year level or finer",
-               tuple(f"age_levels.{2 ** i}-year" for i in range(5)), 0.60,
+        Figure("ages at the 16-year level or finer", ("age_kept_16year_or_finer",), 0.60,
                "more than 60% (D50 Pop, k=5, A-GS)", f"{THESIS}, IV.4.4, Fig. 13",
                combine=percent_sum),
         Figure("ICD loss ILM", ("ilm",), 0.5, "below 0.5 (D4 Smp)", f"{THESIS}, Fig. 11",
@@ -392,6 +390,9 @@ LABELS = {
     "n_queries": "queries in the AvgRE workload", "n_pairs": "(ICD, age) pairs",
     "min_cluster_size": "smallest cluster", "max_cluster_size": "largest cluster",
     "suppressed_pairs": "(ICD, age) pairs suppressed",
+    "icd_kept_3digit_or_finer": "ICD values at the 3-digit level or finer (%)",
+    "age_kept_16year_or_finer": "ages at the 16-year level or finer (%)",
+    "icd_domain": "|A| of ICD in Definition 4 (data: the data's codes)",
     "unknown_codes": "codes outside the ICD-9 tree",
     "pairs_with_unknown_code": "pairs with a code outside the ICD-9 tree",
     "ages_outside_domain": "ages outside the age hierarchy", "n_alignments": "alignments computed",

@@ -172,7 +172,8 @@ def test_lda_gets_levels_ilm_alm_and_avgre(render):
     icd = {"5-digit": 10.0, "4-digit": 15.0, "3-digit": 12.0, "section": 3.0,
            "chapter": 20.0, "any": 40.0}
     age = {f"{2 ** i}-year": v for i, v in enumerate([5, 10, 15, 20, 15, 5, 5, 25])}
-    metrics = {"ilm": 0.42, "alm": 0.3, "avg_re": 0.8,
+    metrics = {"ilm": 0.42, "alm": 0.3, "avg_re": 0.8, "icd_kept_3digit_or_finer": 37.0,
+               "age_kept_16year_or_finer": 65.0,
                **{f"icd_levels.{k}": v for k, v in icd.items()},
                **{f"age_levels.{k}": v for k, v in age.items()}}
     page, _ = render("lda", metrics, verdicts(holds("LDA: k-anonymous trajectories")))
@@ -180,7 +181,7 @@ def test_lda_gets_levels_ilm_alm_and_avgre(render):
     assert utility == "utility meets the paper on the 5 figure(s) measured"  # 37%, 65%
     assert "Generalization levels" in page.text and "ICD values: level" in page.text
     assert "ICD values at the 3-digit level (%)" in page.text  # the flat keys, in words
-    nested = us.assess("lda", {"icd_levels": icd, "ilm": 0.9})
+    nested = us.assess("lda", {"icd_kept_3digit_or_finer": 37.0, "ilm": 0.9})
     assert nested[0].value == pytest.approx(0.37) and nested[2].status == "low utility"
 
 

@@ -66,6 +66,7 @@ FREE = frozenset({"screen_batch_members", "batch_size", "lattice_parts_per_task"
 # checks that every name here is in the method's metrics).
 METRICS = {
     "medco": ("real_ratio", "theoretical_ratio", "released_over_real_patients",
+              "dummies_per_real_patient",
               "real_patients_without_dummy", "n_dummies", "n_released_patients"),
     "ugaclip": ("suppressed_share", "suppressed_codes", "suppressed_occurrences", "il_total",
                 "largest_item", "n_generalized_items"),
@@ -74,7 +75,8 @@ METRICS = {
     "gccens": ("cul_mean", "cul_median", "cul_std", "cul_total_mean", "cul_total_median",
                "records_modified", "below_k_released", "uniquely_identifiable_released",
                "min_dis_released", "instances_censored_by_caps", "instances_censored_by_loop"),
-    "lda": ("ilm", "alm", "avg_re", "suppressed_pairs", "min_cluster_size", "n_clusters"),
+    "lda": ("ilm", "alm", "avg_re", "suppressed_pairs", "min_cluster_size", "n_clusters",
+            "icd_kept_3digit_or_finer", "age_kept_16year_or_finer"),
     "hhp": ("risk", "risk_ci_halfwidth", "information_loss", "members_removed_by_screening"),
 }
 
