@@ -43,7 +43,7 @@ from benchmarks.harness import DATASETS, run_benchmark
 
 K = 5
 SEED = 0
-BOUND_SECONDS = 240.0
+BOUND_SECONDS = 200.0
 SYNPUF = DATASETS / "synpuf" / "cms_bfd_sample_testB"
 CLAIMS = (("Inpatient_Claims_Sample_TestB", 10), ("Outpatient_Claims_Sample_TestB", 10),
           ("Carrier_Claims_Sample_TestBA", 8))

@@ -47,9 +47,8 @@ Readings of the text chosen here:
   is the support of i's item in D~.
 * *Suppress p* (line 17).  The SI glosses it "suppresses all items in p to
   satisfy it"; read as: suppress p's items one at a time (all of p's open
-  codes in the item whose removal leaves the most records holding the rest
-  of p) until p holds.  Stopping as soon as p holds satisfies p exactly as
-  the literal reading does, and the SI's premise (suppression "only when
+  codes in one item, chosen by ``_items_to_drop``) until p holds.
+  Stopping as soon as p holds satisfies p exactly as the literal reading does, and the SI's premise (suppression "only when
   generalization would violate the policy", little of it in Fig. S1) rules
   out suppressing more than p needs.  Only p's codes go, not whole items:
   the other codes of their items stay, and a record keeps an item while it
@@ -189,24 +188,30 @@ class Run:
 
     def _items_to_drop(self, p: int) -> np.ndarray:
         """Line 17 ("suppress p"), one item of p at a time: p's open codes in
-        the item whose removal from p leaves the most records holding the
-        rest of p (ties: fewer of p's codes, then the rarer item, then
-        vocabulary order).  The caller repeats until p holds, so at worst every
-        item of p goes (the literal reading), never more.  Suppressing only
-        some of p's codes in an item would leave the item in p and help
-        nothing, so an item's p-codes go together."""
+        the item whose codes lie, on average, in the most unprotected
+        constraints (flags as of this selection of p), so that one
+        suppression serves as many constraints as it can, the count Xu et
+        al.'s suppression uses; ties: the item whose removal leaves the most
+        records holding the rest of p, then the rarer item, then vocabulary
+        order.  The caller repeats until p holds, so at worst every item of
+        p goes (the literal reading), never more.  Suppressing only some of
+        p's codes in an item would leave the item in p and help nothing, so
+        an item's p-codes go together."""
         s = self.state
         codes = self._open_codes(p)
         reps, inverse = np.unique(s.rep[codes], return_inverse=True)
         if len(reps) == 1:
             return codes
+        rows = self.padded[~self.satisfied]
+        hits = np.bincount(rows[~s.suppressed[rows]], minlength=s.n_codes + 1)
+        n_codes = np.bincount(inverse, minlength=len(reps))
+        shared = np.bincount(inverse, weights=hits[codes], minlength=len(reps)) / n_codes
         bits = s.bits[reps]
         prefix = np.bitwise_and.accumulate(bits, axis=0)
         suffix = np.bitwise_and.accumulate(bits[::-1], axis=0)[::-1]
         ones = np.full((1, bits.shape[1]), ~np.uint64(0), dtype=np.uint64)
         rest = np.vstack([ones, prefix[:-1]]) & np.vstack([suffix[1:], ones])
-        n_codes = np.bincount(inverse, minlength=len(reps))
-        best = np.lexsort((reps, s.item_support[reps], n_codes, -popcount(rest)))[0]
+        best = np.lexsort((reps, s.item_support[reps], -popcount(rest), -shared))[0]
         return codes[inverse == best]
 
     def _open_codes(self, p: int) -> np.ndarray:

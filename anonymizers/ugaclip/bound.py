@@ -317,3 +317,4 @@ def exact_min_suppression(problem: Problem, time_limit: float = 300.0) -> dict:
     optimal = res.status == 0
     bound = int(round(res.fun)) if optimal else int(np.ceil((res.mip_dual_bound or 0) - 1e-6))
     return {"bound": bound, "optimal": optimal, "seconds": round(time.perf_counter() - t0, 3)}
+
