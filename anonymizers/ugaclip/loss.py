@@ -21,16 +21,21 @@ with leaves counted in the ICD-9-CM tree of ``anonymizers.hierarchy.icd9cm()``
 (14,567 leaves).  The SI's worked example assumes w = 0.375 rather than
 deriving it; the hierarchy gives w({493.00, 493.01, 493.02}) = 3/14567.
 
-Codes the hierarchy cannot place (MEPS's -1 and -9, local codes) have no
+Codes are placed with ``codes.place``: dotted or undotted ('250.00' and
+'25000' are one node), and a retired code under its deepest prefix in the
+tree ('0421' under '042').  Codes that still cannot be placed (MEPS's -1
+and -9, 'OTHER', local codes) have no
 semantic distance to anything.  An item holding one of them gets the
 *fallback* weight, 1 by default: the weight of the root, the largest distance
 there is, so UGACLIP groups such a code only when nothing else is left.  The
 codes are listed in the result's metrics, not dropped.
 
 For large M, 2^|i~| / 2^M underflows double precision (IL < 1e-308 once M
-exceeds |i~| by about 1020); IL is then reported as 0.0 with its base-10
-logarithm alongside, and UGACLIP compares candidates by ``log_score``, which
-orders them exactly as IL does and never underflows.
+exceeds |i~| by about 1020: DE-SynPUF's M = 6,372).  IL is then not
+representable as a float; it is reported by its base-10 logarithm
+(``log10_information_loss``) and the float is None, never 0.0, which would
+claim no loss.  UGACLIP compares candidates by ``log_score``, which orders
+them exactly as IL does and never underflows.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import math
 import numpy as np
 
 from anonymizers.hierarchy import ROOT, Hierarchy
+from anonymizers.ugaclip.codes import place
 
 
 def information_loss(size: int, weight: float, support: int, n_codes: int,
@@ -79,7 +85,8 @@ class SemanticWeights:
     def __init__(self, codes, hierarchy: Hierarchy, fallback: float = 1.0):
         self.fallback = fallback
         self.total = hierarchy.n_leaves(ROOT)
-        paths = [hierarchy.path(c)[::-1] if c in hierarchy else None for c in map(str, codes)]
+        nodes_of = [place(c, hierarchy) for c in map(str, codes)]
+        paths = [hierarchy.path(n)[::-1] if n is not None else None for n in nodes_of]
         nodes: dict[str, int] = {}
         depth = max((len(p) for p in paths if p), default=1)
         self.rows = np.full((len(paths), depth), -1, dtype=np.int64)

@@ -32,19 +32,30 @@ from anonymizers.ugaclip.loss import information_loss, log10_information_loss
 
 def information_loss_report(items, released: sp.csr_matrix, weights, codes, n_codes: int,
                             n_records: int) -> dict:
+    """IL of every generalized item and in total.  ``il_log10_total`` is
+    always given when an item is generalized; ``il`` / ``il_total`` are None
+    where the float underflows (see ``loss``), never a false 0.0.  Items of
+    one code lose nothing (w = 0) and are not listed."""
     index = {c: i for i, c in enumerate(codes)}
     support = np.asarray(released.sum(axis=0)).ravel()
-    rows, total = [], 0.0
+    rows, logs = [], []
     for item_id, item in enumerate(items):
         if len(item) < 2:
             continue
         w = weights.weight([index[c] for c in item])
         sup = int(support[item_id])
         il = information_loss(len(item), w, sup, n_codes, n_records)
-        total += il
-        rows.append({"item": list(item), "weight": w, "support": sup, "il": il,
-                     "log10_il": log10_information_loss(len(item), w, sup, n_codes, n_records)})
-    return {"il_total": total, "il_items": rows}
+        log10 = log10_information_loss(len(item), w, sup, n_codes, n_records)
+        logs.append(log10)
+        rows.append({"item": list(item), "weight": w, "support": sup,
+                     "il": il if il > 0 or log10 == -np.inf else None, "log10_il": log10})
+    log_total = float(np.logaddexp.reduce(np.array(logs) * np.log(10)) / np.log(10)) if logs else None
+    if log_total is None:
+        total = 0.0
+    else:
+        total = 10.0 ** log_total
+        total = total if total > 0 or log_total == -np.inf else None
+    return {"il_total": total, "il_log10_total": log_total, "il_items": rows}
 
 
 def suppression_report(records: Records, item_of: np.ndarray) -> dict:

@@ -96,20 +96,23 @@ def test_constraint_suppressed_when_generalization_cannot_help():
     # 2. {a1,a2} and b1 tie at 2; a1 has code support 1: a1 + a3 -> {a1,a2,a3}.
     # 3. item supports 3 vs 2: b1 + b2 -> {b1,b2}; still only P1 holds both.
     # 4. both items are whole utility constraints with support >= k: nothing
-    #    left to do (line 5 fails), so lines 16-18 suppress p's codes a1, b1.
+    #    left to do (line 5 fails), so line 17 suppresses p item by item: dropping
+    #    either item leaves the other held by 3 records (tie; 1 code each; item
+    #    supports 3 and 3), so the first item's code a1 goes, and {b1} is then
+    #    held by P1, P4, P5: b1 stays (the literal reading would suppress it too).
     records = [["a1", "b1"], ["a2"], ["a3"], ["b1"], ["b2"]]
     result, trace = run(records, [["a1", "b1"]], U_AB, 2)
     assert trace == [("select", 0), ("generalize", 0, 1), ("generalize", 0, 2),
-                     ("generalize", 3, 4), ("suppress-constraint", 0), ("suppress-constraint", 3)]
-    assert result.items == [("a2", "a3"), ("b2",)] and result.suppressed == ["a1", "b1"]
-    assert released(result) == Counter({frozenset(): 2, frozenset({("a2", "a3")}): 2,
-                                        frozenset({("b2",)}): 1})
+                     ("generalize", 3, 4), ("suppress-constraint", 0)]
+    assert result.items == [("a2", "a3"), ("b1", "b2")] and result.suppressed == ["a1"]
+    assert released(result) == Counter({frozenset({("b1", "b2")}): 3,
+                                        frozenset({("a2", "a3")}): 2})
     m = result.metrics
-    assert (m["suppressed_codes"], m["suppressed_occurrences"]) == (2, 3)  # sup(a1)=1, sup(b1)=2
+    assert (m["suppressed_codes"], m["suppressed_occurrences"]) == (1, 1)
     assert m["steps"] == {"outer_iterations": 1, "generalizations": 3, "code_suppressions": 0,
-                          "constraint_suppressions": 2}
-    assert m["privacy_constraints"]["fully_suppressed"] == 1
-    assert m["utility_constraints"]["n_satisfied"] == 0
+                          "constraint_suppressions": 1}
+    assert m["privacy_constraints"]["partly_suppressed"] == 1
+    assert m["utility_constraints"]["n_satisfied"] == 1
     # {a2,a3} after a1 left: LCA A, w = 3/5, support 2 of 5
     assert m["il_items"][0]["il"] == pytest.approx(3 / 31 * 0.6 * 2 / 5)
 
@@ -144,24 +147,26 @@ def test_constraint_broken_by_a_later_suppression_is_taken_up_again():
     # q={a1,c} and p={a2,x} both have support 1: q is listed first.
     # q: a1 + a2 -> {a1,a2}; q held by P1, P2.
     # p: {a1,a2} (support 3) and x (3) can be neither generalized nor
-    #    suppressed one by one; only P3 holds both: suppress a2 and x.
+    #    suppressed one by one; only P3 holds both.  Line 17, item by item:
+    #    dropping either leaves the other held by 3 (tie; 1 code each; item
+    #    supports 3, 3): the first item's code a2 goes; {x} is then held by 3.
     # {a1,a2} shrinks to {a1}: q is held by P1 alone again.  q: a1 has no
     #    partner left and support 1 < 2: suppressed; {c} is held by 2.
     records = [["a1", "c"], ["a2", "c"], ["a2", "x"], ["x"], ["x"]]
     policy = [["a1", "c"], ["a2", "x"]]
     result, trace = run(records, policy, [["a1", "a2"], ["x"]], 2)
     assert trace == [("select", 0), ("generalize", 0, 1), ("select", 1),
-                     ("suppress-constraint", 1), ("suppress-constraint", 3),
-                     ("select", 0), ("suppress", 0)]
-    assert result.items == [("c",)] and result.suppressed == ["a1", "a2", "x"]
+                     ("suppress-constraint", 1), ("select", 0), ("suppress", 0)]
+    assert result.items == [("c",), ("x",)] and result.suppressed == ["a1", "a2"]
     status = result.metrics["privacy_constraints"]
-    assert (status["fully_suppressed"], status["partly_suppressed"]) == (1, 1)
+    assert (status["fully_suppressed"], status["partly_suppressed"]) == (0, 2)
 
 
 def test_most_supported_constraint_first_ties_in_listed_order():
     # k=4, codes in one-code constraints, supports e:1, f:3, g:2, h:2: each is
     # suppressed in turn, in the order f, g, h, e.
-    records = [["e"], ["f"], ["f"], ["f"], ["g"], ["g"], ["h"], ["h"]]
+    # z, in no constraint, is kept, so the release is not empty.
+    records = [["e"], ["f"], ["f"], ["f"], ["g"], ["g"], ["h"], ["h"]] + [["z"]] * 4
     policy = [["e"], ["f"], ["g"], ["h"]]
     _, trace = run(records, policy, [["e"], ["f"], ["g"], ["h"]], 4)
     assert [step[1] for step in trace if step[0] == "select"] == [1, 2, 3, 0]
@@ -173,11 +178,10 @@ def test_vacuous_constraints_are_left_alone():
     assert result.metrics["privacy_constraints"]["vacuous"] == 2
 
 
-def test_k_larger_than_the_data_suppresses_every_constraint():
+def test_a_release_that_would_keep_nothing_is_refused():
     records = [["a1", "b1"], ["a2"], ["a1", "b2"]]
-    result, _ = run(records, [["a1", "b1"], ["a2"], ["a1", "b2"]], U_AB, 10)
-    assert result.items == [] and sorted(result.suppressed) == ["a1", "a2", "b1", "b2"]
-    assert len(result.to_dict()["records"]) == 3
+    with pytest.raises(InputError, match="every one of the 4 codes would be suppressed"):
+        run(records, [["a1", "b1"], ["a2"], ["a1", "b2"]], U_AB, 10)
 
 
 def test_empty_input():

@@ -1,0 +1,320 @@
+"""Lower bounds on the codes any UGACLIP-style release must suppress.
+
+A release (Definition 1 of Loukides et al., PNAS 2010, SI) maps every code to
+one anonymized item or suppresses it.  It *respects the utility policy* when
+every item lies inside one utility constraint (codes in no constraint form
+one implicit group, as ``algorithm`` reads line 7).  It *satisfies the
+privacy policy* when, for every non-vacuous constraint p, either all of p is
+suppressed or at least k records hold every item that p's unsuppressed codes
+map to (what ``anonymizers.verify.ugaclip`` checks).
+
+Why the bounds are valid.  Fix the suppressed set S.  Merging two items only
+enlarges the set of records holding the merged item, so every constraint's
+support is largest when each group g keeps all its unsuppressed codes in one
+item: a record then holds the item iff it holds a code of g \\ S.  Hence S is
+*feasible* (some release with exactly that S satisfies the policy) iff, for
+every p, the groups T_p = {g : p ∩ g ⊄ S} that p still touches satisfy
+|∩_{g ∈ T_p} holders(g \\ S)| >= k (or T_p is empty).  ``exact_min_suppression``
+minimises |S| over this condition with a MILP (records as variables: small
+samples only).  Since holders(g \\ S) ⊆ holders(g), a feasible S also meets
+
+    (R)  m(T_p) = |∩_{g ∈ T_p} holders(g)| >= k  for every p,
+
+which is monotone: m(T_p) < k means some *minimal* infrequent group set
+M ⊆ T_p has all its groups kept, so for every minimal infrequent M ⊆ G(p)
+at least one g ∈ M must have p ∩ g ⊆ S.  ``relaxed_min_suppression`` solves
+min |S| under (R) by adding these covering cuts lazily (solve, find a p whose
+kept groups are infrequent, shrink them to a minimal infrequent set, cut,
+repeat).  Every intermediate optimum minimises over a superset of the
+feasible S, so it is a lower bound; when no cut is violated it is the exact
+optimum of (R).  With a time limit, HiGHS's dual bound is used instead of
+the incumbent, so the figure stays a bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from anonymizers.errors import ParameterError
+from anonymizers.ugaclip.state import popcount
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Encoded instance: ``matrix`` records x codes (0/1 CSR), ``group`` the
+    group id of each code, ``constraints`` lists of code indices (present in
+    the data, non-vacuous), threshold ``k``."""
+
+    matrix: sp.csr_matrix
+    group: np.ndarray
+    constraints: list
+    k: int
+
+
+def build_problem(records, constraints, utility_groups, k: int) -> Problem:
+    """From ``Records``, constraints (code strings) and utility constraints
+    (code strings; codes in none form one extra group).  Constraints holding a
+    code absent from the data, or held by no record, are vacuous and dropped."""
+    index = {c: i for i, c in enumerate(records.codes)}
+    group = np.full(records.n_codes, -1, dtype=np.int64)
+    for g, u in enumerate(utility_groups):
+        group[[index[c] for c in u if c in index]] = g
+    group[group < 0] = len(utility_groups)
+    csc = records.matrix.tocsc()
+    kept = []
+    for p in constraints:
+        if not p or any(c not in index for c in p):
+            continue
+        q = sorted({index[c] for c in p})
+        rows = _holders_of_all(csc, q)
+        if rows > 0:
+            kept.append(q)
+    return Problem(records.matrix, group, kept, int(k))
+
+
+def _holders_of_all(csc, cols) -> int:
+    rows = None
+    for c in cols:
+        col = csc.indices[csc.indptr[c]:csc.indptr[c + 1]]
+        rows = col if rows is None else np.intersect1d(rows, col, assume_unique=True)
+    return 0 if rows is None else len(rows)
+
+
+class _GroupBits:
+    """holders(g) of every group as bitsets over records."""
+
+    def __init__(self, matrix: sp.csr_matrix, group: np.ndarray):
+        n, _ = matrix.shape
+        words = max(1, -(-n // 64))
+        n_groups = int(group.max(initial=-1)) + 1
+        self.bits = np.zeros((n_groups, words), dtype=np.uint64)
+        coo = matrix.tocoo()
+        rows = coo.row.astype(np.int64)
+        np.bitwise_or.at(self.bits, (group[coo.col], rows // 64),
+                         np.left_shift(np.uint64(1), (rows % 64).astype(np.uint64)))
+
+    def support(self, groups) -> int:
+        return int(popcount(np.bitwise_and.reduce(self.bits[list(groups)], axis=0)))
+
+    def minimal_infrequent(self, groups: list, k: int) -> list:
+        """A minimal subset of ``groups`` (infrequent: support < k) that is still
+        infrequent; the most frequent groups are tried for removal first so
+        the cut keeps the rare ones."""
+        order = sorted(groups, key=lambda g: -int(popcount(self.bits[g])))
+        keep = list(order)
+        for g in order:
+            trial = [x for x in keep if x != g]
+            if trial and self.support(trial) < k:
+                keep = trial
+        return sorted(keep)
+
+
+def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
+                            max_rounds: int = 200) -> dict:
+    """Lower bound on |S| from relaxation (R) (module docstring).
+
+    Returns ``{"bound", "optimal", "rounds", "cuts", "seconds", "suppressed"}``:
+    ``bound`` is a valid lower bound on the suppressed codes of every release
+    respecting the utility policy and satisfying the privacy policy;
+    ``optimal`` says whether it is the exact optimum of (R); ``suppressed``
+    is (R)'s optimal S when ``optimal`` (code indices)."""
+    t0 = time.perf_counter()
+    k, group = problem.k, problem.group
+    gb = _GroupBits(problem.matrix, group)
+    parts = [_parts(p, group) for p in problem.constraints]
+    cuts: list[tuple[int, tuple]] = []
+    seen = set()
+    chosen = np.zeros(problem.matrix.shape[1], dtype=bool)
+    best, optimal, rounds = 0, False, 0
+    while rounds < max_rounds:
+        new = _violated_cuts(parts, chosen, gb, k, seen)
+        if not new:
+            optimal = True
+            break
+        cuts += new
+        rounds += 1
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        value, chosen, solved = _solve_cover(parts, cuts, problem.matrix.shape[1], left)
+        best = max(best, value)
+        if not solved:
+            break
+    return {"bound": int(best), "optimal": optimal, "rounds": rounds, "cuts": len(cuts),
+            "seconds": round(time.perf_counter() - t0, 3),
+            "suppressed": np.flatnonzero(chosen).tolist() if optimal else None}
+
+
+def _parts(p: list, group: np.ndarray) -> dict:
+    """p's codes by group: {group id: tuple of code indices}."""
+    out: dict[int, list] = {}
+    for c in p:
+        out.setdefault(int(group[c]), []).append(c)
+    return {g: tuple(v) for g, v in out.items()}
+
+
+def _violated_cuts(parts, chosen, gb, k, seen) -> list:
+    new = []
+    for pid, part in enumerate(parts):
+        kept = [g for g, codes in part.items() if not chosen[list(codes)].all()]
+        if not kept or gb.support(kept) >= k:
+            continue
+        cut = (pid, tuple(gb.minimal_infrequent(kept, k)))
+        if cut not in seen:
+            seen.add(cut)
+            new.append(cut)
+    return new
+
+
+def _solve_cover(parts, cuts, n_codes, time_limit):
+    """min sum x s.t. every cut (p, M) has some g in M with p ∩ g ⊆ S.
+    y[p, g] (continuous) <= x[c] for c in p ∩ g stands for "p ∩ g suppressed"
+    where p ∩ g has several codes; a single code uses x[c] itself."""
+    yvar: dict[tuple, int] = {}
+    rows, cols, vals, lo = [], [], [], []
+    n_rows = 0
+    n_vars = n_codes
+
+    def var(pid, g):
+        nonlocal n_vars, n_rows
+        codes = parts[pid][g]
+        if len(codes) == 1:
+            return codes[0]
+        if (pid, g) not in yvar:
+            yvar[(pid, g)] = v = n_vars
+            n_vars += 1
+            for c in codes:  # y - x_c <= 0
+                rows.extend([n_rows, n_rows])
+                cols.extend([v, c])
+                vals.extend([1.0, -1.0])
+                lo.append((-np.inf, 0.0))
+                n_rows += 1
+        return yvar[(pid, g)]
+
+    for pid, groups in cuts:
+        vs = sorted({var(pid, g) for g in groups})
+        rows.extend([n_rows] * len(vs))
+        cols.extend(vs)
+        vals.extend([1.0] * len(vs))
+        lo.append((1.0, np.inf))
+        n_rows += 1
+    a = sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_vars))
+    lb, ub = np.array(lo).T
+    cost = np.r_[np.ones(n_codes), np.zeros(n_vars - n_codes)]
+    integrality = np.r_[np.ones(n_codes), np.zeros(n_vars - n_codes)]
+    res = milp(cost, constraints=LinearConstraint(a, lb, ub), integrality=integrality,
+               bounds=Bounds(0, 1), options={"time_limit": max(time_limit, 1.0)})
+    solved = res.status == 0
+    if res.x is None:
+        dual = getattr(res, "mip_dual_bound", None)
+        return int(np.ceil((dual or 0) - 1e-6)), np.zeros(n_codes, dtype=bool), False
+    x = np.round(res.x[:n_codes]).astype(bool)
+    value = x.sum() if solved else int(np.ceil(res.mip_dual_bound - 1e-6))
+    return int(value), x, solved
+
+
+def feasible(problem: Problem, suppressed) -> bool:
+    """Whether suppressing exactly ``suppressed`` (code indices) admits a
+    release satisfying the privacy policy (all groups maximally generalized)."""
+    s = np.zeros(problem.matrix.shape[1], dtype=bool)
+    s[list(suppressed)] = True
+    gb = _GroupBits(_drop_columns(problem.matrix, s), problem.group)
+    for p in problem.constraints:
+        kept = sorted({int(problem.group[c]) for c in p if not s[c]})
+        if kept and gb.support(kept) < problem.k:
+            return False
+    return True
+
+
+def _drop_columns(matrix: sp.csr_matrix, drop: np.ndarray) -> sp.csr_matrix:
+    keep = sp.diags((~drop).astype(np.int8), dtype=np.int8)
+    out = (matrix @ keep).tocsr()
+    out.eliminate_zeros()
+    return out
+
+
+def brute_force_min_suppression(problem: Problem, max_codes: int = 16) -> int:
+    """Exact minimum |S| by enumeration (tests and tiny cases only)."""
+    codes = sorted({c for p in problem.constraints for c in p})
+    if len(codes) > max_codes:
+        raise ParameterError("max_codes", f"{len(codes)} codes are too many to enumerate")
+    for size in range(len(codes) + 1):
+        for s in itertools.combinations(codes, size):
+            if feasible(problem, s):
+                return size
+    raise AssertionError("suppressing every constrained code is always feasible")
+
+
+def exact_min_suppression(problem: Problem, time_limit: float = 300.0) -> dict:
+    """Exact minimum |S| (module docstring) as a MILP over records.
+
+    Variables: x_c (code suppressed, binary); a_pg (p keeps group g, >= 1 - x_c
+    for c in p ∩ g); z_rg (record r holds g \\ S, <= sum over r ∩ g of 1 - x_c);
+    w_rp (r matches p, <= z_rg + 1 - a_pg for every g of p); sum_r w_rp >= k.
+    A fully suppressed p has every a_pg = 0 and all N >= k records match it
+    (N < k is refused).  Size grows with records x constraints: small samples."""
+    m, k = problem.matrix, problem.k
+    n, n_codes = m.shape
+    if n < k:
+        raise ParameterError("k", f"{n} records cannot hold anything {k} times")
+    t0 = time.perf_counter()
+    group = problem.group
+    groups_of = [sorted({int(group[c]) for c in p}) for p in problem.constraints]
+    used = sorted({g for gs in groups_of for g in gs})
+    r_idx, c_idx = m.nonzero()
+    nv = n_codes
+    z = {}
+    for r, c in zip(r_idx.tolist(), c_idx.tolist()):
+        key = (r, int(group[c]))
+        if key[1] in used and key not in z:
+            z[key] = nv
+            nv += 1
+    a = {}
+    for pid, gs in enumerate(groups_of):
+        for g in gs:
+            a[(pid, g)] = nv
+            nv += 1
+    w0 = nv
+    nv += n * len(groups_of)
+    rows, cols, vals, lb, ub = [], [], [], [], []
+
+    def row(entries, lo, hi):
+        for v, coef in entries:
+            rows.append(len(lb))
+            cols.append(v)
+            vals.append(coef)
+        lb.append(lo)
+        ub.append(hi)
+
+    by_key: dict[tuple, list] = {}
+    for r, c in zip(r_idx.tolist(), c_idx.tolist()):
+        by_key.setdefault((r, int(group[c])), []).append(c)
+    for key, v in z.items():  # z + sum x_c <= |r ∩ g|
+        members = by_key[key]
+        row([(v, 1.0)] + [(c, 1.0) for c in members], -np.inf, float(len(members)))
+    for pid, p in enumerate(problem.constraints):
+        for c in p:  # a_pg + x_c >= 1
+            row([(a[(pid, int(group[c]))], 1.0), (c, 1.0)], 1.0, np.inf)
+        for r in range(n):
+            w = w0 + pid * n + r
+            for g in groups_of[pid]:  # w - z + a <= 1
+                entries = [(w, 1.0), (a[(pid, g)], 1.0)]
+                if (r, g) in z:
+                    entries.append((z[(r, g)], -1.0))
+                row(entries, -np.inf, 1.0)
+        row([(w0 + pid * n + r, 1.0) for r in range(n)], float(k), np.inf)
+    a_mat = sp.csr_matrix((vals, (rows, cols)), shape=(len(lb), nv))
+    cost = np.r_[np.ones(n_codes), np.zeros(nv - n_codes)]
+    integrality = np.r_[np.ones(n_codes), np.zeros(nv - n_codes)]
+    res = milp(cost, constraints=LinearConstraint(a_mat, lb, ub), integrality=integrality,
+               bounds=Bounds(0, 1), options={"time_limit": time_limit})
+    optimal = res.status == 0
+    bound = int(round(res.fun)) if optimal else int(np.ceil((res.mip_dual_bound or 0) - 1e-6))
+    return {"bound": bound, "optimal": optimal, "seconds": round(time.perf_counter() - t0, 3)}
+

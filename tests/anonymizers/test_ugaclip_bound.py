@@ -1,0 +1,125 @@
+"""Lower bounds on suppression (``anonymizers.ugaclip.bound``), the baselines
+(ACLIP, suppression-only) against the verifier, ICD-9 code forms and IL that
+is never a false zero."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anonymizers.hierarchy import icd9cm
+from anonymizers.ppe import PPEConfig, extract_policy
+from anonymizers.records import encode
+from anonymizers.ugaclip import UGACLIPConfig, ugaclip
+from anonymizers.ugaclip.baselines import aclip, suppression_only
+from anonymizers.ugaclip.bound import (brute_force_min_suppression, build_problem,
+                                       exact_min_suppression, feasible,
+                                       relaxed_min_suppression)
+from anonymizers.ugaclip.codes import dotted, place
+from anonymizers.verify.ugaclip import verify_release
+
+CODES = ["a1", "a2", "a3", "b1", "b2", "c1", "c2", "d1"]
+GROUPS = [["a1", "a2", "a3"], ["b1", "b2"], ["c1", "c2"], ["d1"]]
+record = st.frozensets(st.sampled_from(CODES), min_size=1, max_size=4)
+
+
+def to_df(recs) -> pd.DataFrame:
+    rows = [(f"p{i}", c) for i, rec in enumerate(recs) for c in sorted(rec)]
+    return pd.DataFrame(rows, columns=["patient_id", "code"], dtype=str)
+
+
+def problem_of(recs, k):
+    df = to_df(recs)
+    policy = [list(c) for c in extract_policy(df, PPEConfig(k)).constraints]
+    return df, policy, build_problem(encode(df), policy, GROUPS, k)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(record, min_size=3, max_size=9), st.integers(2, 3))
+def test_bounds_order_relaxed_exact_and_ugaclip(recs, k):
+    """relaxed <= exact MILP == enumeration <= UGACLIP's suppressed codes."""
+    df, policy, problem = problem_of(recs, k)
+    relaxed = relaxed_min_suppression(problem, time_limit=30)
+    exact = exact_min_suppression(problem, time_limit=30)
+    truth = brute_force_min_suppression(problem)
+    assert relaxed["optimal"] and exact["optimal"]
+    assert relaxed["bound"] <= truth == exact["bound"]
+    try:
+        result = ugaclip(df, policy, GROUPS, UGACLIPConfig(k, re_queries=0), hierarchy=icd9cm())
+    except Exception as exc:  # refused: it would suppress every code
+        assert "would hold nothing" in str(exc)
+        return
+    assert verify_release(df, result.to_dict(), policy, k).ok
+    assert truth <= len(result.suppressed)
+
+
+def test_exact_bound_on_a_case_worked_by_hand():
+    # k=2.  P1 {a1,b1}, P2 {a2,b2}, P3 {a3}, P4 {b1}.  Constraints {a1,b1}, {a2,b2}
+    # (each held once).  Generalizing A={a1,a2,a3} and B={b1,b2}: P1, P2 hold both
+    # items, so nothing need be suppressed.  With one group per code: a1 (held
+    # once) must go for {a1,b1}, leaving b1 held by P1, P4; a2 and b2 are each
+    # held once, so both must go for {a2,b2} -> 3.
+    recs = [{"a1", "b1"}, {"a2", "b2"}, {"a3"}, {"b1"}]
+    df = to_df(recs)
+    policy = [["a1", "b1"], ["a2", "b2"]]
+    together = build_problem(encode(df), policy, [["a1", "a2", "a3"], ["b1", "b2"]], 2)
+    apart = build_problem(encode(df), policy, [[c] for c in ["a1", "a2", "a3", "b1", "b2"]], 2)
+    assert brute_force_min_suppression(together) == 0
+    assert exact_min_suppression(together)["bound"] == 0
+    assert brute_force_min_suppression(apart) == 3
+    assert exact_min_suppression(apart)["bound"] == 3
+    assert relaxed_min_suppression(apart)["bound"] == 3
+    assert not feasible(apart, [0, 1]) and feasible(apart, [0, 1, 4])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(record, min_size=1, max_size=10), st.integers(2, 4))
+def test_baselines_pass_the_verifier_and_aclip_never_suppresses(recs, k):
+    df = to_df(recs)
+    policy = [list(c) for c in extract_policy(df, PPEConfig(k)).constraints]
+    config = UGACLIPConfig(k, re_queries=0)
+    if len(recs) >= k:  # an item of every code is held by all records
+        result = aclip(df, policy, config, hierarchy=icd9cm())
+        assert verify_release(df, result.to_dict(), policy, k).ok and result.suppressed == []
+    try:
+        result = suppression_only(df, policy, config, hierarchy=icd9cm())
+    except Exception as exc:
+        assert "would hold nothing" in str(exc)
+        return
+    assert verify_release(df, result.to_dict(), policy, k).ok
+    assert all(len(item) == 1 for item in result.items)
+
+
+@pytest.mark.parametrize("raw, want", [("25000", "250.00"), ("250.00", "250.00"),
+                                       ("V1005", "V10.05"), ("E8889", "E888.9"),
+                                       ("401", "401"), ("V25", "V25"), ("E849", "E849"),
+                                       ("4011", "401.1"), ("OTHER", "OTHER"), ("-1", "-1")])
+def test_dotted_forms(raw, want):
+    assert dotted(raw) == want
+
+
+def test_codes_are_placed_dotted_undotted_and_by_prefix():
+    tree = icd9cm()
+    assert place("25000", tree) == place("250.00", tree) == "25000"
+    assert place("V1005", tree) == place("V10.05", tree)
+    assert place("0421", tree) == "042"        # retired 4th digit: its category
+    assert place("OTHER", tree) is None and place("-1", tree) is None
+
+
+def test_undotted_codes_get_a_real_weight_and_il_is_never_a_false_zero():
+    # two undotted diabetes codes generalized together: w > 0 from the tree,
+    # and with M large IL underflows: reported as log10, the float as None.
+    many = [f"X{i}" for i in range(1100)]
+    recs = [{"25000", "V1005"}, {"25001", "V1005"}, {"V1005"}] + [{c} for c in many]
+    df = to_df(recs)
+    policy = [["25000", "V1005"]]
+    result = ugaclip(df, policy, [["25000", "25001"]], UGACLIPConfig(2, re_queries=0),
+                     hierarchy=icd9cm())
+    m = result.metrics
+    [row] = m["il_items"]
+    assert row["item"] == ["25000", "25001"] and 0 < row["weight"] < 1
+    assert row["il"] is None and m["il_total"] is None
+    assert np.isfinite(m["il_log10_total"]) and m["il_log10_total"] < -300
