@@ -360,6 +360,7 @@ LABELS = {
     # UGACLIP
     "n_items": "anonymized items", "n_generalized_items": "items generalizing several codes",
     "largest_item": "codes in the largest item", "il_total": "information loss IL (Def. 2)",
+    "il_log10_total": "log10 of the information loss IL (Def. 2; IL itself underflows)",
     "suppressed_codes": "distinct codes suppressed",
     "suppressed_occurrences": "code occurrences suppressed",
     "suppressed_share": "share of code occurrences suppressed",
