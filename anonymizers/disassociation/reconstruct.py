@@ -10,19 +10,29 @@ code] ranges from 1 to |P_i|".  The paper gives no distribution; we draw:
   subrecords onto the cluster's records;
 - shared chunks: a random permutation of the subrecords onto the records of
   the joined clusters;
-- item chunks: for each code, a count drawn uniformly from ``1 .. cap`` and
-  that many distinct records of the cluster drawn uniformly, where ``cap``
-  depends on ``item_support``:
+- item chunks: each code on ``count`` distinct records of its cluster drawn
+  uniformly, where ``count`` depends on ``item_support``:
 
-  - ``"cluster"`` (default): ``cap = |P|``, Section 3.2's statement.  It is
-    the only choice consistent with Fig. 5, where 834.0 is on 4 of the 5
-    records of P2 although k = 3.
-  - ``"below_k"``: ``cap = min(|P|, k - 1)``, for a recipient who knows that
-    VERPART sends a code to the item chunk only when its support is below
-    ``k`` (Fig. 9, line 4; untrue for the sensitive codes of Section 7.2).
-  - ``"one"``: every item-chunk code on exactly one record, the least the
-    release allows; close to the truth on sparse data where most item-chunk
-    codes have support 1 in their cluster, and biased low otherwise.
+  - ``"one"`` (default): one record.  Among the reconstructions consistent
+    with the release it is the one that answers counts best: VERPART sends a
+    code to the item chunk only when fewer than ``k`` records of the cluster
+    hold it (Fig. 9, line 4), and refining takes out the codes whose total
+    over a joint cluster reaches ``k``, so the count lies in ``1 .. k-1`` and
+    is unknown; one is its least value and, measured on MEPS 2005 and
+    BMS-WebView-1 for k = 2..25, gives the lowest ARE (W1, W2) and MRE of the
+    three rules (benchmarks/disassociation.md).  A drawn count adds variance
+    and, on sparse data where most item-chunk codes are on one record of
+    their cluster, bias upwards.
+  - ``"below_k"``: uniform in ``1 .. min(|P|, k - 1)``, every count VERPART
+    allows (untrue for the sensitive codes of Section 7.2).
+  - ``"cluster"``: uniform in ``1 .. |P|``, Section 3.2's "ranges from 1 to
+    |P_i|" (the only rule matching Fig. 5, where 834.0 is on 4 of the 5
+    records of P2 although k = 3).  Counts of ``k`` or more are not consistent
+    with VERPART, which would have put such a code in a record chunk; kept
+    to reproduce Fig. 5, it over-counts every item-chunk code.
+
+The rule used is returned in ``out.attrs["item_support"]`` (and reported as
+``reconstruction`` by the benchmark and the pipeline's metrics).
 
 Records get fresh pseudonyms.  A record that draws no code at all has no row
 in the long table (it would answer no COUNT query).
@@ -37,11 +47,12 @@ from anonymizers.disassociation.release import Disassociated
 from anonymizers.errors import ParameterError
 from anonymizers.pseudonyms import fresh
 
-ITEM_SUPPORT = ("cluster", "below_k", "one")
+ITEM_SUPPORT = ("one", "below_k", "cluster")
+DEFAULT_ITEM_SUPPORT = "one"
 
 
 def reconstruct(release: Disassociated, seed: int | None = None,
-                item_support: str = "cluster") -> pd.DataFrame:
+                item_support: str = DEFAULT_ITEM_SUPPORT) -> pd.DataFrame:
     """A long table ``patient_id, code`` drawn from ``release`` with the
     generator seeded by ``seed``."""
     if item_support not in ITEM_SUPPORT:
@@ -71,7 +82,9 @@ def reconstruct(release: Disassociated, seed: int | None = None,
     out = pd.DataFrame({"patient_id": names[rows] if len(rows) else np.array([], dtype=object),
                         "code": np.array(codes, dtype=object)})
     out = out.drop_duplicates().sort_values(["patient_id", "code"], kind="stable")
-    return out.reset_index(drop=True)
+    out = out.reset_index(drop=True)
+    out.attrs["item_support"] = item_support
+    return out
 
 
 def _place(subrecords, targets: np.ndarray, rec: list, code: list) -> None:

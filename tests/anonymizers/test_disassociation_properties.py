@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
 
-from anonymizers.disassociation import DisassociationConfig, disassociate
+from anonymizers.disassociation import DisassociationConfig, TooFewRecords, disassociate
 from anonymizers.verify.disassociation import _Release, _Tables, verify_disassociation
 from test_disassociation_example import FIG1 as EXAMPLE, FIG3B  # Section 5 data
 
@@ -45,6 +45,7 @@ def cases(draw):
         utility_policy=policy if draw(st.booleans()) else None,
         refine=draw(st.booleans()),
         max_joint_clusters=draw(st.sampled_from([None, 2, 3])),
+        refine_window=draw(st.sampled_from([None, 1, 2, 4])),
         seed=draw(st.integers(0, 2**16)))
     return sets, cfg
 
@@ -53,11 +54,14 @@ def cases(draw):
 def test_release_always_passes_the_verifier(case):
     sets, cfg = case
     data = long(sets)
+    if len(sets) < cfg.k:  # no release can keep the guarantee: refused, never empty
+        with pytest.raises(TooFewRecords):
+            disassociate(data, cfg)
+        return
     result = disassociate(data, cfg)
     verdict = verify_disassociation(data, result.to_json())
     assert verdict.ok, verdict.violations
-    n = len(sets)
-    assert sum(c.size for c in result.clusters) == (n if n >= cfg.k else 0)
+    assert sum(c.size for c in result.clusters) == len(sets)
     assert all(c.size >= cfg.k for c in result.clusters)
 
 
@@ -65,25 +69,27 @@ def test_release_always_passes_the_verifier(case):
 def test_options_of_section7_pass_the_verifier(sets, k, sensitive):
     data = long(sets)
     cfg = DisassociationConfig(k, 2, seed=1, repeated_codes=True, sensitive_codes={sensitive})
+    if len(sets) < k:
+        with pytest.raises(TooFewRecords):
+            disassociate(data, cfg)
+        return
     result = disassociate(data, cfg)
     verdict = verify_disassociation(data, result.to_json(), sensitive_codes={sensitive},
                                     repeated_codes=True)
     assert verdict.ok, verdict.violations
 
 
-def test_one_record():
+def test_one_record_is_refused():
     data = long([["401", "250.01"]])
     for k in (2, 3):
-        result = disassociate(data, DisassociationConfig(k, 2, seed=0))
-        assert result.clusters == () and result.metrics["suppressed_records"] == 1
-        assert verify_disassociation(data, result.to_json()).ok
+        with pytest.raises(TooFewRecords, match="1 record"):
+            disassociate(data, DisassociationConfig(k, 2, seed=0))
 
 
-def test_k_larger_than_the_data_releases_nothing():
+def test_k_larger_than_the_data_is_refused():
     data = long([["a"], ["b"], ["a", "b"]])
-    result = disassociate(data, DisassociationConfig(10, 2, seed=0))
-    assert result.to_json()["clusters"] == []
-    assert verify_disassociation(data, result.to_json()).ok
+    with pytest.raises(TooFewRecords, match="fewer than k = 10"):
+        disassociate(data, DisassociationConfig(10, 2, seed=0))
 
 
 def test_records_of_200_codes():
@@ -151,6 +157,8 @@ def isolate(doc: dict, rng: np.random.Generator) -> dict:
 @given(cases(), st.integers(0, 3), st.integers(0, 2**16))
 def test_verifier_values_match_brute_force(case, n_mutations, seed):
     sets, cfg = case
+    if len(sets) < cfg.k:  # refused (test_release_always_passes_the_verifier)
+        return
     data = long(sets)
     doc = disassociate(data, cfg).to_json()
     rng = np.random.default_rng(seed)
