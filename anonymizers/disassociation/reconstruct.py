@@ -18,11 +18,14 @@ code] ranges from 1 to |P_i|".  The paper gives no distribution; we draw:
     code to the item chunk only when fewer than ``k`` records of the cluster
     hold it (Fig. 9, line 4), and refining takes out the codes whose total
     over a joint cluster reaches ``k``, so the count lies in ``1 .. k-1`` and
-    is unknown; one is its least value and, measured on MEPS 2005 and
-    BMS-WebView-1 for k = 2..25, gives the lowest ARE (W1, W2) and MRE of the
-    three rules (benchmarks/disassociation.md).  A drawn count adds variance
-    and, on sparse data where most item-chunk codes are on one record of
-    their cluster, bias upwards.
+    is unknown; one is its least value and, measured on MEPS 2005 (k = 2,
+    5, 10, 25) and BMS-WebView-1 (k = 5), gives the lowest ARE over W1 and
+    W2 and the most constraints within 5% of the three rules
+    (benchmarks/disassociation.md).  A drawn count adds variance and, on
+    sparse data where most item-chunk codes are on one record of their
+    cluster, bias upwards.  (Pairs alone come out closer under the drawn
+    rules: their over-count offsets the under-count of pairs split across
+    chunks.)
   - ``"below_k"``: uniform in ``1 .. min(|P|, k - 1)``, every count VERPART
     allows (untrue for the sensitive codes of Section 7.2).
   - ``"cluster"``: uniform in ``1 .. |P|``, Section 3.2's "ranges from 1 to
