@@ -4,8 +4,8 @@ disassociated release (Fig. 5 of Loukides et al. 2014) as ``patient_id,code``.""
 from __future__ import annotations
 
 from anonymizers.disassociation import Disassociated
-from anonymizers.disassociation.reconstruct import (DEFAULT_ITEM_SUPPORT, ITEM_SUPPORT,
-                                                    reconstruct)
+from anonymizers.disassociation.reconstruct import (DEFAULT_ITEM_SUPPORT, DEFAULT_LINKING,
+                                                    ITEM_SUPPORT, LINKING, reconstruct)
 from anonymizers.io import read_json
 
 
@@ -17,12 +17,18 @@ def add_arguments(parser) -> None:
                         help="how many records get an item-chunk code: one record (one, "
                         "default: the consistent rule that answers counts best), uniform in "
                         "1..min(|P|, k-1) (below_k), or uniform in 1..|P| (cluster, Fig. 5)")
+    parser.add_argument("--linking", choices=LINKING, default=DEFAULT_LINKING,
+                        help="which records get the subrecords and item codes of a cluster: "
+                        "those holding the codes the release shows them co-occurring with "
+                        "(association, default), or records drawn at random (random)")
 
 
 def run(args) -> int:
     release = Disassociated.from_json(read_json(args.input), source=args.input)
-    records = reconstruct(release, seed=args.seed, item_support=args.item_support)
+    records = reconstruct(release, seed=args.seed, item_support=args.item_support,
+                          linking=args.linking)
     records.to_csv(args.output, index=False)
     print(f"{records['patient_id'].nunique()} records, {len(records)} rows -> {args.output} "
-          f"(item-chunk codes: {records.attrs['item_support']})")
+          f"(item-chunk codes: {records.attrs['item_support']}, "
+          f"linking: {records.attrs['linking']})")
     return 0

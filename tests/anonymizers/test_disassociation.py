@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonymizers.disassociation import (Disassociated, DisassociationConfig, TooFewRecords,
+from anonymizers.disassociation import (Cluster, Disassociated, DisassociationConfig,
+                                        RecordChunk, SharedChunk, TooFewRecords,
                                         disassociate, merge_occurrences, split_occurrences)
 from anonymizers.disassociation.batches import plan_batches
 from anonymizers.disassociation import metrics
@@ -19,6 +20,7 @@ from anonymizers.disassociation.horpart import horpart, merge_small
 from anonymizers.disassociation.kmcheck import can_add
 from anonymizers.disassociation.prepare import prepare
 from anonymizers.disassociation.ragged import gather
+from anonymizers.disassociation import linking
 from anonymizers.disassociation.reconstruct import reconstruct
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.records import from_sets
@@ -434,3 +436,43 @@ def test_workloads():
         assert all(len(q) == size for q in queries)
         assert (metrics.count(data, queries) >= 8).all()
     assert Counter(len(q) for q in metrics.occurring_sets(data, 2)) == Counter({2: 4})
+
+
+def _learned_and_unlinked(hidden_in_item_chunk: bool) -> Disassociated:
+    """Cluster 0 shows 'a' and 'z' together twice in a record chunk; cluster
+    1 holds 'a' on two of four records, and 'z' either in its item chunk or
+    in a shared chunk with cluster 2 (which holds 'c')."""
+    learn = Cluster(4, (RecordChunk(("a", "z"), (("a", "z"), ("a", "z"), (), ())),), ())
+    if hidden_in_item_chunk:
+        one = Cluster(4, (RecordChunk(("a", "c"), (("a",), ("a",), ("c",), ("c",))),), ("z",))
+        return Disassociated(2, 2, (learn, one))
+    one = Cluster(4, (RecordChunk(("a",), (("a",), ("a",), (), ())),), ())
+    two = Cluster(4, (RecordChunk(("c",), (("c",), ("c",), (), ())),), ())
+    shared = SharedChunk((1, 2), ("z",), (("z",), ("z",)) + ((),) * 6)
+    return Disassociated(2, 2, (learn, one, two), (shared,))
+
+
+@pytest.mark.parametrize("in_item_chunk", [True, False])
+def test_association_linking_puts_codes_the_release_shows_together(in_item_chunk):
+    """The default linking places 'z' with 'a', as the release's own record
+    chunk shows them (linking module); random linking does not always."""
+    release = _learned_and_unlinked(in_item_chunk)
+    both = 3 if in_item_chunk else 4
+    linked = [metrics.count(reconstruct(release, seed=s), [("a", "z")])[0] for s in range(20)]
+    assert linked == [both] * 20
+    drawn = [metrics.count(reconstruct(release, seed=s, linking="random"), [("a", "z")])[0]
+             for s in range(20)]
+    assert min(drawn) < both
+    assert reconstruct(release, seed=0).attrs["linking"] == "association"
+    with pytest.raises(ParameterError):
+        reconstruct(release, seed=0, linking="best")
+
+
+def test_association_is_read_from_the_chunks_only():
+    """observed 2 subrecords with both codes, expected 2 * 2 / 4 = 1 within
+    the chunk: log(3 / 2); pairs never in one chunk get nothing."""
+    release = _learned_and_unlinked(True)
+    vocab = linking.vocabulary(release)
+    assoc = linking.association(release, vocab).toarray()
+    assert assoc[vocab["a"], vocab["z"]] == pytest.approx(np.log(3 / 2))
+    assert assoc[vocab["c"], vocab["z"]] == 0 and assoc[vocab["a"], vocab["a"]] == 0

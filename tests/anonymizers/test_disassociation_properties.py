@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import Counter
 from itertools import combinations
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from anonymizers.disassociation import DisassociationConfig, TooFewRecords, disassociate
+from anonymizers.disassociation.reconstruct import reconstruct
 from anonymizers.verify.disassociation import _Release, _Tables, verify_disassociation
 from test_disassociation_example import FIG1 as EXAMPLE, FIG3B  # Section 5 data
 
@@ -270,3 +272,34 @@ def test_verifier_rejects_overlapping_joint_clusters(fig10):
                                     "subrecords": [[]] * 5})
     verdict = verify_disassociation(data, broken)
     assert not verdict.ok and any("joint" in v for v in verdict.violations)
+
+
+@given(cases(), st.sampled_from(["association", "random"]), st.integers(0, 2**16))
+def test_every_reconstruction_is_consistent_with_the_release(case, linking, seed):
+    """Section 3.2: a reconstruction takes every subrecord of every chunk once
+    and each item-chunk code (default rule: on one record): each code's count
+    is its support in the record and shared chunks plus the item chunks
+    holding it, whichever subrecords the linking puts together, and every
+    subrecord's codes stay on one record."""
+    sets, cfg = case
+    if len(sets) < cfg.k:
+        return
+    release = disassociate(long(sets), cfg).release
+    drawn = reconstruct(release, seed=seed, linking=linking)
+    assert drawn.attrs["linking"] == linking
+    expected: Counter = Counter()
+    subrecords = []
+    for cluster in release.clusters:
+        expected.update(cluster.item_chunk)
+        for chunk in cluster.record_chunks:
+            subrecords += [s for s in chunk.subrecords if s]
+    for shared in release.shared_chunks:
+        subrecords += [s for s in shared.subrecords if s]
+    for s in subrecords:
+        expected.update(s)
+    assert Counter(drawn["code"]) == expected
+    assert drawn["patient_id"].nunique() <= release.n_records
+    held = [set(g) for _, g in drawn.groupby("patient_id")["code"]]
+    holders = Counter(s for s in map(frozenset, subrecords))
+    for s, n in holders.items():  # each subrecord on one record: at least n records hold it
+        assert sum(s <= r for r in held) >= n

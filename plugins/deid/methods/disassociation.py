@@ -151,12 +151,14 @@ def combine(run, params) -> dict:
 
 def measure(run, params) -> dict:
     """ARE on W2 and MRE per utility constraint on a seeded reconstruction
-    (item-chunk codes on one record each, ``reconstruction`` in the metrics),
+    (item-chunk codes on one record each, ``reconstruction`` in the metrics;
+    subrecords linked by the associations each window's own chunks show,
+    ``linking``),
     batch by batch (``batch_utility``: each refine window drawn with its own
     generator, so the figures do not depend on the batching)."""
     from anonymizers.disassociation import metrics as dm
     from anonymizers.disassociation.batch_utility import BatchedUtility, sets_to_enumerate
-    from anonymizers.disassociation.reconstruct import DEFAULT_ITEM_SUPPORT
+    from anonymizers.disassociation.reconstruct import DEFAULT_ITEM_SUPPORT, DEFAULT_LINKING
 
     info = run.read_json("dis_batches.json")
     n = len(info["ranges"])
@@ -174,7 +176,7 @@ def measure(run, params) -> dict:
         utility.add(read(), fragment.release, fragment.first, params["refine_window"],
                     params["seed"])
     out = {"are_w2": utility.are(), "w2_code_set_sizes": "-".join(map(str, sizes)),
-           "reconstruction": DEFAULT_ITEM_SUPPORT}
+           "reconstruction": DEFAULT_ITEM_SUPPORT, "linking": DEFAULT_LINKING}
     if info["policy"] is not None:
         mre = utility.mre()
         out["mre_share_in_-5_5"] = dm.share_within(mre)
