@@ -9,8 +9,9 @@ reconstructed by a combination of subrecords from the different chunks").
 Drawn uniformly, the assignment treats codes of different chunks as
 independent; real codes co-occur more than that, so pairs split across
 chunks come out under-counted (on MEPS 2005, W1 pairs ARE 0.19 against 0.006
-for single codes).  ``linking="association"`` picks instead the consistent
-assignment that puts together the codes the release shows co-occurring:
+for single codes).  ``linking="association"`` (an option of ``reconstruct``,
+not its default: see there) picks instead the consistent assignment that
+puts together the codes the release shows co-occurring:
 
 - the association of codes ``a`` and ``b`` is read from the release only, in
   the chunks whose domain holds both (record chunks and shared chunks, where
@@ -30,7 +31,7 @@ assignment that puts together the codes the release shows co-occurring:
 Ties (above all: no association known) are broken by the seeded generator,
 so records without evidence get codes at random, as before.  The maximising
 assignment rather than one drawn with probabilities from the association:
-drawing (Gumbel-perturbed scores) measured worse on every figure (W1 ARE 0.066
+drawing (Gumbel-perturbed scores) measured worse on W1 and sections (W1 ARE 0.066
 against 0.050 on MEPS 2005, k = 5; benchmarks/disassociation.md).
 """
 

@@ -7,16 +7,18 @@ recipient "can only assume that [the number of records holding an item-chunk
 code] ranges from 1 to |P_i|".  The paper gives no distribution.  Which records get the subrecords and
 item codes is ``linking``'s choice:
 
-- ``"association"`` (default): the consistent assignment that puts together
-  the codes the release itself shows co-occurring (``linking``'s module
-  docstring): a cluster's first record chunk on its records at random, its
-  other record chunks, its item codes and the shared chunks of its joint
-  cluster where they are most associated with what the records hold.  On
-  MEPS 2005 (k = 5) W1 ARE 0.071 -> 0.050 and ICD-9 sections within 2.5%
-  78.1% -> 80.8%, single codes unchanged (benchmarks/disassociation.md).
-- ``"random"``: independent uniform permutations of every chunk's subrecords
-  onto the records of its (joint) cluster, item codes on records drawn
-  uniformly: codes of different chunks come out independent.
+- ``"random"`` (default): independent uniform permutations of every chunk's
+  subrecords onto the records of its (joint) cluster, item codes on records
+  drawn uniformly: codes of different chunks come out independent.
+- ``"association"``: the consistent assignment that puts together the codes
+  the release itself shows co-occurring (``linking``'s module docstring).
+  It answers COUNT queries of several codes better (MEPS 2005, k = 5: W1
+  ARE 0.072 -> 0.050, ICD-9 sections within 2.5% 76.9% -> 80.5%; W1 lower
+  at k = 2, 10, 25, m = 3 and on BMS-WebView-1), but it concentrates codes
+  on fewer records, so constraints matched by *any* of their codes lose:
+  sections within 5% 93.7% -> 87.3% on the section-policy release, and
+  within 2.5% at k = 2, 10 and 25; W2 ARE 0.31 -> 0.32.  Not better on every
+  figure, so not the default (benchmarks/disassociation.md).
 
 How many records get an item-chunk code is ``item_support``'s choice:
 
@@ -64,7 +66,7 @@ from anonymizers.pseudonyms import fresh
 ITEM_SUPPORT = ("one", "below_k", "cluster")
 DEFAULT_ITEM_SUPPORT = "one"
 LINKING = ("association", "random")
-DEFAULT_LINKING = "association"
+DEFAULT_LINKING = "random"
 
 
 def reconstruct(release: Disassociated, seed: int | None = None,
@@ -108,6 +110,8 @@ class _Placed:
         return np.arange(self.starts[ci], self.starts[ci + 1])
 
     def cluster(self, ci: int, cluster: Cluster, count: int, rng) -> None:
+        """Place the cluster's record chunks and its item codes, each on a
+        number of records drawn uniformly in ``1 .. count``."""
         records, since = self.records_of(ci), len(self.rec)
         for h, chunk in enumerate(cluster.record_chunks):
             if h == 0:  # nothing to link to yet: every order is as good
@@ -123,8 +127,10 @@ class _Placed:
             ctx, scale = np.zeros((cluster.size, len(items))), 1.0
         else:
             ctx, scale = self.context(records, self.assoc[:, items], since), lk.TIE_BREAK
+        counts = rng.integers(1, count + 1, size=len(items))  # 1 when count is 1
         who = lk.best_records(ctx, rng, min(count, cluster.size), scale)
-        self.add(records[who.ravel()], np.tile(items, who.shape[0]), indexed=True)
+        take = np.arange(who.shape[0])[:, None] < counts[None, :]
+        self.add(records[who[take]], np.broadcast_to(items, who.shape)[take], indexed=True)
 
     def subrecords(self, subrecords, members: np.ndarray, rng, since: int = 0) -> None:
         """One subrecord per record of ``members`` (whose pairs placed so far

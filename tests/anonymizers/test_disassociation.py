@@ -373,8 +373,8 @@ def test_reconstruction_item_support_modes():
     draws = {mode: [reconstruct(release, seed=s, item_support=mode)["code"].tolist()
                     .count("x") for s in range(40)] for mode in ("cluster", "below_k", "one")}
     assert set(draws["one"]) == {1}
-    assert max(draws["below_k"]) <= 2 and min(draws["below_k"]) >= 1
-    assert max(draws["cluster"]) > 2
+    assert set(draws["below_k"]) == {1, 2}  # drawn in 1..k-1, not always k-1
+    assert max(draws["cluster"]) > 2 and min(draws["cluster"]) < 6
     with pytest.raises(ParameterError):
         reconstruct(release, seed=0, item_support="all")
 
@@ -454,16 +454,17 @@ def _learned_and_unlinked(hidden_in_item_chunk: bool) -> Disassociated:
 
 @pytest.mark.parametrize("in_item_chunk", [True, False])
 def test_association_linking_puts_codes_the_release_shows_together(in_item_chunk):
-    """The default linking places 'z' with 'a', as the release's own record
-    chunk shows them (linking module); random linking does not always."""
+    """Association linking places 'z' with 'a', as the release's own record
+    chunk shows them (linking module); random linking (the default) does not
+    always."""
     release = _learned_and_unlinked(in_item_chunk)
     both = 3 if in_item_chunk else 4
-    linked = [metrics.count(reconstruct(release, seed=s), [("a", "z")])[0] for s in range(20)]
+    linked = [metrics.count(reconstruct(release, seed=s, linking="association"),
+                            [("a", "z")])[0] for s in range(20)]
     assert linked == [both] * 20
-    drawn = [metrics.count(reconstruct(release, seed=s, linking="random"), [("a", "z")])[0]
-             for s in range(20)]
+    drawn = [metrics.count(reconstruct(release, seed=s), [("a", "z")])[0] for s in range(20)]
     assert min(drawn) < both
-    assert reconstruct(release, seed=0).attrs["linking"] == "association"
+    assert reconstruct(release, seed=0).attrs["linking"] == "random"
     with pytest.raises(ParameterError):
         reconstruct(release, seed=0, linking="best")
 

@@ -152,8 +152,7 @@ def combine(run, params) -> dict:
 def measure(run, params) -> dict:
     """ARE on W2 and MRE per utility constraint on a seeded reconstruction
     (item-chunk codes on one record each, ``reconstruction`` in the metrics;
-    subrecords linked by the associations each window's own chunks show,
-    ``linking``),
+    subrecords linked at random, ``linking``),
     batch by batch (``batch_utility``: each refine window drawn with its own
     generator, so the figures do not depend on the batching)."""
     from anonymizers.disassociation import metrics as dm
