@@ -13,12 +13,13 @@
 For each run: the anonymization's own wall and CPU time (target 10 s for MEPS
 m = 2; the machine's load average beside them),
 the verifier's verdict, and utility on datasets drawn by ``reconstruct``
-(mean over ``DRAWS`` seeded draws) for each item-support rule: MRE (Def. 3)
+(mean over ``DRAWS`` seeded draws) for each item-support rule and linking: MRE (Def. 3)
 shares in [-5%, 5%) and [-2.5%, 2.5%) for single codes (level 1) and ICD-9
 sections (level 2), ARE (Def. 2) on W1 (frequent itemsets of 1-4 codes at
 0.625% support, Section 6.4) and W2 (1000 sets of 1-2 codes).
-``reconstruction`` names the default rule, the one the figures under
-``utility.default`` use.
+``reconstruction`` and ``linking`` name the default rules, the ones the
+figures under ``utility.default`` use; ``utility.<rule>`` are drawn with
+random linking, ``utility.association`` with association linking.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ import pandas as pd
 
 from anonymizers.disassociation import DisassociationConfig, disassociate
 from anonymizers.disassociation import metrics
-from anonymizers.disassociation.reconstruct import (DEFAULT_ITEM_SUPPORT, ITEM_SUPPORT,
-                                                    reconstruct)
+from anonymizers.disassociation.reconstruct import (DEFAULT_ITEM_SUPPORT, DEFAULT_LINKING,
+                                                    ITEM_SUPPORT, reconstruct)
 from anonymizers.policies import hierarchy_policy, unplaced_codes
 from anonymizers.verify.disassociation import verify_disassociation
 from benchmarks.harness import DATASETS, run_benchmark
@@ -106,14 +107,24 @@ class Workloads:
 
 
 def utility(work: Workloads, release, modes=ITEM_SUPPORT) -> dict:
-    """Mean of each figure over the seeded draws, per item-support rule."""
-    out = {}
-    for mode in modes:
-        rows = [work.measure(reconstruct(release, seed=s, item_support=mode)) for s in DRAWS]
-        out[mode] = {key: (float(np.mean([r[key] for r in rows]))
-                           if rows[0][key] is not None else None) for key in rows[0]}
-    out["default"] = out.get(DEFAULT_ITEM_SUPPORT)
+    """Mean of each figure over the seeded draws: each item-support rule in
+    ``modes`` with random linking (``<rule>``), the default rule with
+    association linking (``association``), and the default reconstruction
+    (``default``: the entry of the default rules)."""
+    out = {mode: _mean([work.measure(reconstruct(release, seed=s, item_support=mode,
+                                                 linking="random")) for s in DRAWS])
+           for mode in dict.fromkeys((DEFAULT_ITEM_SUPPORT, *modes))}
+    out["association"] = _mean([work.measure(reconstruct(release, seed=s,
+                                                         linking="association"))
+                                for s in DRAWS])
+    out["default"] = out["association" if DEFAULT_LINKING == "association"
+                         else DEFAULT_ITEM_SUPPORT]
     return out
+
+
+def _mean(rows: list[dict]) -> dict:
+    return {key: (float(np.mean([r[key] for r in rows])) if rows[0][key] is not None else None)
+            for key in rows[0]}
 
 
 def one_run(data: pd.DataFrame, work: Workloads, k: int, m: int, policy, modes=ITEM_SUPPORT,
@@ -127,7 +138,7 @@ def one_run(data: pd.DataFrame, work: Workloads, k: int, m: int, policy, modes=I
             "verify_seconds": t_verify, "metrics_seconds": t_metrics,
             "verifier_ok": verdict.ok, "verifier_checked_sets": verdict.checked,
             "verifier_violations": list(verdict.violations)[:5], "release": result.metrics,
-            "reconstruction": DEFAULT_ITEM_SUPPORT, "utility": util}
+            "reconstruction": DEFAULT_ITEM_SUPPORT, "linking": DEFAULT_LINKING, "utility": util}
 
 
 def main(small: bool = False) -> dict:
@@ -139,7 +150,7 @@ def main(small: bool = False) -> dict:
 
     def figures():
         work = Workloads(meps, {"codes": level1, "sections": level2})
-        out = {"paper": PAPER, "reconstruction": DEFAULT_ITEM_SUPPORT,
+        out = {"paper": PAPER, "reconstruction": DEFAULT_ITEM_SUPPORT, "linking": DEFAULT_LINKING,
                "meps_unplaced_codes": unplaced_codes(codes, level=1),
                "meps_workloads": work.describe()}
         for k in ks:
@@ -148,7 +159,7 @@ def main(small: bool = False) -> dict:
                                                    modes=(DEFAULT_ITEM_SUPPORT,))
         if not small:
             out["meps_k5_m3"] = one_run(meps, work, 5, 3, level1, modes=(DEFAULT_ITEM_SUPPORT,))
-            for window in (256, 1024):
+            for window in (256, 1024, 2048):
                 out[f"meps_k5_m2_window{window}"] = one_run(
                     meps, work, 5, 2, level1, modes=(DEFAULT_ITEM_SUPPORT,),
                     refine_window=window)

@@ -16,8 +16,8 @@ item codes is ``linking``'s choice:
   ARE 0.072 -> 0.050, ICD-9 sections within 2.5% 76.9% -> 80.5%; W1 lower
   at k = 2, 10, 25, m = 3 and on BMS-WebView-1), but it concentrates codes
   on fewer records, so constraints matched by *any* of their codes lose:
-  sections within 5% 93.7% -> 87.3% on the section-policy release, and
-  within 2.5% at k = 2, 10 and 25; W2 ARE 0.31 -> 0.32.  Not better on every
+  sections within 5% 93.7% -> 87.3% on the section-policy release, within
+  2.5% at k = 2 and 10, within 5% at k = 25; W2 ARE 0.31 -> 0.32.  Not better on every
   figure, so not the default (benchmarks/disassociation.md).
 
 How many records get an item-chunk code is ``item_support``'s choice:
