@@ -2,20 +2,30 @@
 
 ``python -m benchmarks.bench_disassociation`` from the repository root:
 
-- MEPS 2005 conditions (INFORMS; 26,854 records, 601 codes) with the level-1
-  hierarchy policy, as in Figs. 13a and 18: k=5 m=2, k=10 m=2, k=5 m=3;
-- BMS-WebView-1 (59,602 records, 497 items, no policy): k=5 m=2.
+- MEPS 2005 conditions (INFORMS; 26,854 records, 601 three-digit codes) with
+  the level-1 hierarchy policy, as in Section 6 (the CLI's other defaults:
+  maxClusterSize 2k, refining over one window, the whole dataset):
+  k in {2, 5, 10, 25} with m = 2 (Figs. 17, 18, 21), k = 5 with m = 3;
+  k = 5 also with the level-2 (section) policy, and with refine windows of
+  256 and 1024 clusters (the trade-off of ``refine_window``);
+- BMS-WebView-1 (59,602 records, 497 items, no policy): k = 5, m = 2.
 
-For each run: the anonymization's own wall time (targets: 10 s for MEPS m=2,
-60 s for MEPS m=3 and BMS), the verifier's verdict and time, and utility on
-datasets drawn by ``reconstruct`` (one per item-support mode): ARE on W2 (1000
-queries of 1-2 codes) and W1 (frequent itemsets of 1-4 codes), and the MRE
-histogram of the level-1 constraints (share in [-5%, 5%)).
+For each run: the anonymization's own wall and CPU time (target 10 s for MEPS
+m = 2; the machine's load average beside them),
+the verifier's verdict, and utility on datasets drawn by ``reconstruct``
+(mean over ``DRAWS`` seeded draws) for each item-support rule and linking: MRE (Def. 3)
+shares in [-5%, 5%) and [-2.5%, 2.5%) for single codes (level 1) and ICD-9
+sections (level 2), ARE (Def. 2) on W1 (frequent itemsets of 1-4 codes at
+0.625% support, Section 6.4) and W2 (1000 sets of 1-2 codes).
+``reconstruction`` and ``linking`` name the default rules, the ones the
+figures under ``utility.default`` use; ``utility.<rule>`` are drawn with
+random linking, ``utility.association`` with association linking.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
 import time
 
 import numpy as np
@@ -23,14 +33,20 @@ import pandas as pd
 
 from anonymizers.disassociation import DisassociationConfig, disassociate
 from anonymizers.disassociation import metrics
-from anonymizers.disassociation.reconstruct import ITEM_SUPPORT, reconstruct
+from anonymizers.disassociation.reconstruct import (DEFAULT_ITEM_SUPPORT, DEFAULT_LINKING,
+                                                    ITEM_SUPPORT, reconstruct)
 from anonymizers.policies import hierarchy_policy, unplaced_codes
 from anonymizers.verify.disassociation import verify_disassociation
 from benchmarks.harness import DATASETS, run_benchmark
 
 MEPS = DATASETS / "informs_meps2005" / "conditions05.csv.gz"
 BMS = DATASETS / "transactions" / "BMS1.dat.gz"
-RUNS = [("meps", 5, 2), ("meps", 10, 2), ("meps", 5, 3), ("bms", 5, 2)]
+DRAWS = (1, 2, 3)
+W1_SUPPORT_PERCENT = 0.625
+# paper figures (Section 6): Fig. 18 (level 1, k = 5), Fig. 21 (k = 2 and 25), Fig. 17
+PAPER = {"fig18_level1_k5_share_in_5": 0.90, "fig18_level1_k5_share_in_2.5": 0.81,
+         "fig21_share_in_5_k2": 0.953, "fig21_share_in_5_k25": 0.53,
+         "fig21_share_in_5_mean_over_k": 0.757, "fig17_are_max_k5_to_25": 0.05}
 
 
 def load_meps(limit: int | None = None) -> pd.DataFrame:
@@ -49,65 +65,110 @@ def load_bms(limit: int | None = None) -> pd.DataFrame:
                         columns=["patient_id", "code"])
 
 
-def timed(fn):
-    t0 = time.perf_counter()
+def timed(fn, cpu: bool = False):
+    """``fn()``, its wall time and, with ``cpu``, its process CPU time (on a
+    shared machine the wall time mostly measures the other processes)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
-    return out, round(time.perf_counter() - t0, 3)
+    wall = round(time.perf_counter() - t0, 3)
+    return (out, wall, round(time.process_time() - c0, 3)) if cpu else (out, wall)
 
 
-def utility(data: pd.DataFrame, result, policy, seed: int) -> dict:
-    original = metrics.as_records(data)
-    rng = np.random.default_rng(seed)
-    w2 = metrics.w2_workload(original, rng, n_queries=1000, sizes=(1, 2))
-    # 0.1 % of the records, but at least 20 records (tiny inputs would make every
-    # itemset of a long record frequent)
-    support = max(0.1, 100 * 20 / original.n_records)
-    w1 = metrics.w1_workload(original, rng, n_chains=250, max_size=4,
-                             min_support_percent=support)
-    out = {"w1_min_support_percent": support, "w1_queries": {c: len(q) for c, q in w1.items()}}
-    for mode in ITEM_SUPPORT:
-        drawn = metrics.as_records(reconstruct(result.release, seed=seed, item_support=mode))
-        row = {"are_w2": metrics.are(original, drawn, w2),
-               "are_w2_by_size": {s: metrics.are(original, drawn, [q for q in w2 if len(q) == s])
-                                  for s in (1, 2)},
-               "are_w1_by_size": {c: metrics.are(original, drawn, q) for c, q in w1.items()}}
-        if policy:
-            mre = metrics.mre(original, drawn, policy)
-            row["mre_share_in_-5_5"] = metrics.share_within(mre)
-            row["mre_histogram"] = metrics.mre_histogram(mre).set_index("interval")["share"] \
-                .round(4).to_dict()
-        out[mode] = row
+class Workloads:
+    """The original records, W1, W2 and the policies the MRE is read on."""
+
+    def __init__(self, data: pd.DataFrame, policies: dict, seed: int = 1):
+        self.original = metrics.as_records(data)
+        rng = np.random.default_rng(seed)
+        self.w2 = metrics.w2_workload(self.original, rng, n_queries=1000, sizes=(1, 2))
+        # at least 20 records (tiny inputs would make every set of a long record frequent)
+        self.support = max(W1_SUPPORT_PERCENT, 100 * 20 / self.original.n_records)
+        self.w1 = metrics.w1_workload(self.original, rng, n_chains=250, max_size=4,
+                                      min_support_percent=self.support)
+        self.policies = policies
+
+    def describe(self) -> dict:
+        return {"w1_min_support_percent": self.support,
+                "w1_queries": {c: len(q) for c, q in self.w1.items()},
+                "mre_constraints": {n: len(p) for n, p in self.policies.items()}}
+
+    def measure(self, drawn) -> dict:
+        drawn = metrics.as_records(drawn)
+        w1_all = [q for qs in self.w1.values() for q in qs]
+        row = {"are_w1": metrics.are(self.original, drawn, w1_all) if w1_all else None,
+               "are_w2": metrics.are(self.original, drawn, self.w2)}
+        for c, q in self.w1.items():
+            row[f"are_w1_size{c}"] = metrics.are(self.original, drawn, q)
+        for name, policy in self.policies.items():
+            mre = metrics.mre(self.original, drawn, policy)
+            row[f"mre_{name}_share_in_5"] = metrics.share_within(mre)
+            row[f"mre_{name}_share_in_2.5"] = metrics.share_within(mre, -0.025, 0.025)
+        return row
+
+
+def utility(work: Workloads, release, modes=ITEM_SUPPORT) -> dict:
+    """Mean of each figure over the seeded draws: each item-support rule in
+    ``modes`` with random linking (``<rule>``), the default rule with
+    association linking (``association``), and the default reconstruction
+    (``default``: the entry of the default rules)."""
+    out = {mode: _mean([work.measure(reconstruct(release, seed=s, item_support=mode,
+                                                 linking="random")) for s in DRAWS])
+           for mode in dict.fromkeys((DEFAULT_ITEM_SUPPORT, *modes))}
+    out["association"] = _mean([work.measure(reconstruct(release, seed=s,
+                                                         linking="association"))
+                                for s in DRAWS])
+    out["default"] = out["association" if DEFAULT_LINKING == "association"
+                         else DEFAULT_ITEM_SUPPORT]
     return out
 
 
-def one_run(data: pd.DataFrame, k: int, m: int, policy) -> dict:
-    cfg = DisassociationConfig(k, m, utility_policy=policy, seed=0)
-    result, t_anon = timed(lambda: disassociate(data, cfg))
+def _mean(rows: list[dict]) -> dict:
+    return {key: (float(np.mean([r[key] for r in rows])) if rows[0][key] is not None else None)
+            for key in rows[0]}
+
+
+def one_run(data: pd.DataFrame, work: Workloads, k: int, m: int, policy, modes=ITEM_SUPPORT,
+            **options) -> dict:
+    cfg = DisassociationConfig(k, m, utility_policy=policy, seed=0, **options)
+    result, t_anon, cpu_anon = timed(lambda: disassociate(data, cfg), cpu=True)
     verdict, t_verify = timed(lambda: verify_disassociation(data, result.to_json()))
-    util, t_metrics = timed(lambda: utility(data, result, policy, seed=1))
-    return {"k": k, "m": m, "anonymize_seconds": t_anon, "verify_seconds": t_verify,
-            "metrics_seconds": t_metrics, "verifier_ok": verdict.ok,
-            "verifier_checked_sets": verdict.checked,
-            "verifier_violations": list(verdict.violations), "release": result.metrics,
-            "utility": util}
+    util, t_metrics = timed(lambda: utility(work, result.release, modes))
+    return {"k": k, "m": m, "options": options, "anonymize_seconds": t_anon,
+            "anonymize_cpu_seconds": cpu_anon, "load_average_1min": os.getloadavg()[0],
+            "verify_seconds": t_verify, "metrics_seconds": t_metrics,
+            "verifier_ok": verdict.ok, "verifier_checked_sets": verdict.checked,
+            "verifier_violations": list(verdict.violations)[:5], "release": result.metrics,
+            "reconstruction": DEFAULT_ITEM_SUPPORT, "linking": DEFAULT_LINKING, "utility": util}
 
 
 def main(small: bool = False) -> dict:
     meps = load_meps(400 if small else None)
     bms = load_bms(600 if small else None)
-    level1 = hierarchy_policy(meps["code"].unique(), 1)
+    codes = meps["code"].unique()
+    level1, level2 = hierarchy_policy(codes, 1), hierarchy_policy(codes, 2)
+    ks = (5,) if small else (2, 5, 10, 25)
 
     def figures():
-        out = {"meps_unplaced_codes": unplaced_codes(meps["code"].unique(), level=1),
-               "meps_level1_constraints": len(level1)}
-        for name, k, m in RUNS[:1] + RUNS[-1:] if small else RUNS:
-            data, policy = (meps, level1) if name == "meps" else (bms, None)
-            out[f"{name}_k{k}_m{m}"] = one_run(data, k, m, policy)
+        work = Workloads(meps, {"codes": level1, "sections": level2})
+        out = {"paper": PAPER, "reconstruction": DEFAULT_ITEM_SUPPORT, "linking": DEFAULT_LINKING,
+               "meps_unplaced_codes": unplaced_codes(codes, level=1),
+               "meps_workloads": work.describe()}
+        for k in ks:
+            out[f"meps_k{k}_m2"] = one_run(meps, work, k, 2, level1)
+        out["meps_k5_m2_section_policy"] = one_run(meps, work, 5, 2, level2,
+                                                   modes=(DEFAULT_ITEM_SUPPORT,))
+        if not small:
+            out["meps_k5_m3"] = one_run(meps, work, 5, 3, level1, modes=(DEFAULT_ITEM_SUPPORT,))
+            for window in (256, 1024, 2048):
+                out[f"meps_k5_m2_window{window}"] = one_run(
+                    meps, work, 5, 2, level1, modes=(DEFAULT_ITEM_SUPPORT,),
+                    refine_window=window)
+        out["bms_k5_m2"] = one_run(bms, Workloads(bms, {}), 5, 2, None)
         return out
 
     return run_benchmark("disassociation_small" if small else "disassociation", figures,
                          datasets={"meps": str(MEPS), "bms": str(BMS)},
-                         small=small, paper="Loukides et al. 2014, Figs. 13a, 18")
+                         small=small, paper="Loukides et al. 2014, Figs. 17, 18, 21")
 
 
 if __name__ == "__main__":

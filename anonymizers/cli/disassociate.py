@@ -1,11 +1,16 @@
 """``python -m anonymizers disassociate``: DISASSOCIATION for k^m-anonymity
-(Loukides et al. 2014) on a ``patient_id,code`` CSV, written as JSON."""
+(Loukides et al. 2014) on a ``patient_id,code`` CSV, written as JSON.
+
+Exit codes: 0 written; 1 ``--verify`` failed or another error; 2 the input has
+fewer than ``k`` records, so no release can keep k^m-anonymity (one line on
+stderr, no file written)."""
 
 from __future__ import annotations
 
 import json
+import sys
 
-from anonymizers.disassociation import DisassociationConfig, disassociate
+from anonymizers.disassociation import DisassociationConfig, TooFewRecords, disassociate
 from anonymizers.io import read_table, write_json
 from anonymizers.policies import load_policy
 
@@ -19,6 +24,9 @@ def add_arguments(parser) -> None:
                         help="HORPART's maxClusterSize (default 2k)")
     parser.add_argument("--max-joint-clusters", type=int,
                         help="most clusters one joint cluster may join (default: no bound)")
+    parser.add_argument("--refine-window", type=int,
+                        help="join clusters only within windows of this many consecutive "
+                        "clusters (default: one window, the whole dataset)")
     parser.add_argument("--no-refine", action="store_true",
                         help="skip refining (no joint clusters or shared chunks)")
     parser.add_argument("--repeated-codes", action="store_true",
@@ -40,8 +48,13 @@ def run(args) -> int:
     config = DisassociationConfig(
         k=args.k, m=args.m, max_cluster_size=args.max_cluster_size, utility_policy=policy,
         refine=not args.no_refine, max_joint_clusters=args.max_joint_clusters,
+        refine_window=args.refine_window,
         seed=args.seed, repeated_codes=args.repeated_codes, sensitive_codes=sensitive)
-    result = disassociate(records, config)
+    try:
+        result = disassociate(records, config)
+    except TooFewRecords as exc:  # nothing can be released: say so, write nothing
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.verify:
         from anonymizers.verify.disassociation import verify_disassociation
         verdict = verify_disassociation(records, result.to_json(), sensitive_codes=sensitive,

@@ -8,10 +8,11 @@ refining with joint clusters and shared chunks (Fig. 10), reconstruction
 
 from anonymizers.disassociation.algorithm import DisassociationResult, disassociate
 from anonymizers.disassociation.config import DisassociationConfig
-from anonymizers.disassociation.prepare import merge_occurrences, split_occurrences
+from anonymizers.disassociation.prepare import (TooFewRecords, merge_occurrences,
+                                                split_occurrences)
 from anonymizers.disassociation.release import (Cluster, Disassociated, RecordChunk,
                                                 SharedChunk)
 
 __all__ = ["Cluster", "Disassociated", "DisassociationConfig", "DisassociationResult",
-           "RecordChunk", "SharedChunk", "disassociate", "merge_occurrences",
+           "RecordChunk", "SharedChunk", "TooFewRecords", "disassociate", "merge_occurrences",
            "split_occurrences"]

@@ -6,13 +6,10 @@ VERPART on every cluster, then refining; each chunk lists its subrecords sorted.
 
 Inputs the paper does not cover:
 
-- An empty table gives an empty release.
-- With fewer than ``k`` records (but at least one) no release keeps
-  Guarantee 1: a cluster, or the whole dataset, holds fewer than ``k``
-  records, so no set of codes can be held by ``k`` of them.  The release is
-  then empty (no clusters): every record is suppressed, which Definition 1
-  allows (no record can be singled out of an empty release), and
-  ``metrics["suppressed_records"]`` says how many were withheld.
+- An input of fewer than ``k`` records, the empty one included, raises
+  ``TooFewRecords`` (an ``InputError``): every cluster, hence every
+  reconstruction, would hold fewer than ``k`` records, so no release of it
+  keeps Guarantee 1, and an empty release would look like success.
 - Small clusters from HORPART are merged (see ``horpart.merge_small``).
 - Joint clusters stay within refine windows, so the release is the same
   whether the clusters are processed at once or in batches; subrecords are
@@ -41,8 +38,8 @@ class DisassociationResult:
     k), n_record_chunks, n_joint_clusters, n_shared_chunks,
     item_chunk_occurrence_share (share of (record, code) pairs whose code went
     to an item chunk: their supports are hidden), codes_with_exact_support
-    (codes in no item chunk), suppressed_records (all of them when the input
-    has fewer than k records).
+    (codes in no item chunk), suppressed_records (always 0: inputs of fewer
+    than k records are refused, never suppressed).
     """
 
     release: Disassociated

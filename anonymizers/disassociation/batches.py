@@ -4,7 +4,7 @@ refining can run in separate processes (one Airflow task per batch).
 The work splits in three:
 
 - ``plan(records, config)``: prepare and HORPART (Fig. 8) over all records,
-  then ``merge_small``; ``plan_batches`` does the same from row batches of
+  then ``merge_small``; fewer than ``k`` records raise ``TooFewRecords``; ``plan_batches`` does the same from row batches of
   the long table, so that the whole table is never in memory.  HORPART is a
   recursive split of the whole data set and stays in one process; it needs
   only the encoded records.  The plan is the cluster of every record and the
@@ -44,7 +44,12 @@ import pandas as pd
 
 from anonymizers.disassociation.config import DisassociationConfig
 from anonymizers.disassociation.horpart import horpart, merge_small
-from anonymizers.disassociation.prepare import Prepared, prepare, prepare_batches
+from anonymizers.disassociation.prepare import (
+    Prepared,
+    TooFewRecords,
+    prepare,
+    prepare_batches,
+)
 from anonymizers.disassociation.ragged import Part, concat, gather
 from anonymizers.disassociation.refine import refine
 from anonymizers.disassociation.release import (
@@ -90,7 +95,7 @@ class Plan:
         records = np.maximum(np.asarray(self.sizes, dtype=np.float64), 1.0)
         return WORK_PER_RECORD * records + pairs * pairs / records
 
-    def batches(self, batch_size: int, window: int) -> list[tuple[int, int]]:
+    def batches(self, batch_size: int, window: int | None) -> list[tuple[int, int]]:
         """``[first, stop)`` cluster ranges of whole refine windows.
 
         There are at most as many as ranges of ``batch_size`` clusters
@@ -102,6 +107,8 @@ class Plan:
         """
         if batch_size < 1:
             raise ParameterError("batch_size", f"must be at least 1, got {batch_size}")
+        if window is None:  # one window: the whole dataset
+            window = max(self.n_clusters, 1)
         if window < 1:
             raise ParameterError("refine_window", f"must be at least 1, got {window}")
         if self.n_clusters == 0:
@@ -151,17 +158,16 @@ def plan_batches(batches: Iterable[pd.DataFrame], config: DisassociationConfig,
     one batch at a time plus the encoded records: the same Plan for any split
     of the rows."""
     return _plan(prepare_batches(batches, config.utility_policy, config.sensitive_codes,
-                                 config.repeated_codes, source), config)
+                                 config.repeated_codes, source), config, source)
 
 
-def _plan(prep: Prepared, config: DisassociationConfig) -> Plan:
+def _plan(prep: Prepared, config: DisassociationConfig, source: str = "records") -> Plan:
     matrix = prep.records.matrix
     n = matrix.shape[0]
     figures = {"n_records": int(n), "n_codes": int(prep.records.n_codes),
-               "nnz": int(matrix.nnz), "merged_small_clusters": 0, "suppressed_records": 0}
-    if n < config.k:  # see algorithm.py: nothing can be released
-        return Plan(pd.DataFrame({c: pd.Series(dtype="int64") for c in PLAN_COLUMNS}), 0,
-                    {**figures, "suppressed_records": int(n)})
+               "nnz": int(matrix.nnz), "merged_small_clusters": 0}
+    if n < config.k:
+        raise TooFewRecords(source, int(n), config.k)
     clusters = horpart(matrix, prep.constraint, ~prep.sensitive, config.max_cluster_size)
     clusters, merged = merge_small(clusters, config.k)
     sizes = np.array([c.n for c in clusters], dtype=np.int64)
@@ -184,7 +190,7 @@ def run_batch(records: pd.DataFrame, plan_rows: pd.DataFrame,
     if plan_rows.empty:
         return Fragment(0, Disassociated(config.k, config.m, ()), _figures([], [], [], {}))
     first, stop = int(plan_rows["cluster"].iloc[0]), int(plan_rows["cluster"].iloc[-1]) + 1
-    w = config.refine_window
+    w = window_of(config, n_clusters)
     if first % w or (stop % w and stop != n_clusters):
         raise ParameterError("plan_rows", f"a batch must be whole refine windows of {w} "
                              f"clusters; got clusters {first}..{stop - 1} of {n_clusters}")
@@ -200,15 +206,19 @@ def run_batch(records: pd.DataFrame, plan_rows: pd.DataFrame,
     parts = [verpart(c, config.k, config.m, prep.constraint, prep.sensitive) for c in clusters]
     shared: list = []
     if config.refine:
-        parts, shared = _refine_windows(clusters, parts, first, config, prep)
+        parts, shared = _refine_windows(clusters, parts, w, config, prep)
     release = _release(prep.records.codes, clusters, parts, shared, config)
     return Fragment(first, release, _figures(clusters, parts, shared, prep))
 
 
-def _refine_windows(clusters, parts, first, config, prep):
-    """Refining (Fig. 10) inside each refine window of the batch."""
+def window_of(config: DisassociationConfig, n_clusters: int) -> int:
+    """Clusters per refine window: ``config.refine_window``, or all of them."""
+    return config.refine_window or max(int(n_clusters), 1)
+
+
+def _refine_windows(clusters, parts, w: int, config, prep):
+    """Refining (Fig. 10) inside each refine window (``w`` clusters) of the batch."""
     out_parts, out_shared = [], []
-    w = config.refine_window
     for lo in range(0, len(clusters), w):
         p, s = refine(clusters[lo:lo + w], parts[lo:lo + w], config.k, config.m,
                       prep.constraint, prep.sensitive, config.max_joint_clusters)
@@ -327,5 +337,5 @@ def _metrics(plan_: Plan, figures: list[dict]) -> dict:
             sum(f["item_occurrences"] for f in figures) / m["nnz"]
             if m["nnz"] and released else 0.0,
         "codes_with_exact_support": m["n_codes"] - len(item_codes) if released else 0,
-        "suppressed_records": m["suppressed_records"],
+        "suppressed_records": 0,  # inputs of fewer than k records are refused instead
     }

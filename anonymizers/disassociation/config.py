@@ -40,10 +40,13 @@ class DisassociationConfig:
         Most clusters one joint cluster may join during refining.  ``None``:
         no bound (a joint cluster grows while growing it moves more code
         occurrences out of item chunks).  At least 2.
-    refine_window : int, default 256
+    refine_window : int or None, default None
         Refining joins clusters only within windows of this many consecutive
         clusters (HORPART order), so that the work can be split into batches
         of whole windows without changing the result (see ``batches``).
+        ``None``: one window, the whole dataset (the paper joins any
+        clusters).  Smaller windows trade single-code accuracy for
+        parallelism and for frequent pairs (benchmarks/disassociation.md).
     seed : int or None, default None
         Accepted for callers that pass one; the release does not use it.
         Section 3.2 shuffles every chunk at random; a seeded shuffle could be
@@ -66,7 +69,7 @@ class DisassociationConfig:
     utility_policy: tuple[tuple[str, ...], ...] | None = None
     refine: bool = True
     max_joint_clusters: int | None = None
-    refine_window: int = 256
+    refine_window: int | None = None
     seed: int | None = None
     repeated_codes: bool = False
     sensitive_codes: frozenset[str] = frozenset()
@@ -81,7 +84,9 @@ class DisassociationConfig:
         if self.max_joint_clusters is not None:
             _check_int("max_joint_clusters", self.max_joint_clusters, 2,
                        "max_joint_clusters must be None or at least 2")
-        _check_int("refine_window", self.refine_window, 1, "refine_window must be at least 1")
+        if self.refine_window is not None:
+            _check_int("refine_window", self.refine_window, 1,
+                       "refine_window must be None or at least 1")
         if self.seed is not None:
             _check_int("seed", self.seed, 0, "seed must be a non-negative integer or None")
         for name in ("refine", "repeated_codes"):

@@ -8,16 +8,21 @@ shared chunks from that projection, and the codes of ``T^s`` leave the item
 chunks.  It adds that "large joint clusters can be built by combining smaller
 joint clusters" but gives no procedure.  Our reading, documented here:
 
-- Clusters are joined in HORPART order (neighbours are similar), greedily: a
-  joint cluster takes the next cluster unless that lowers its *potential*,
-  the number of item-chunk occurrences of codes that none of its record
-  chunks holds (those are the occurrences refining may move), and while it
-  joins fewer than ``max_joint_clusters`` clusters.  (Growing only while the
-  number of occurrences actually moved grows stops too early: a code needs
-  ``k`` occurrences before it moves, so the first clusters that bring it add
-  nothing.)  Each cluster belongs to at most one joint cluster (joint
-  clusters are never nested), so a shared chunk's cluster list is its joint
-  cluster.
+- Joint clusters are formed inside a refine window by best fit: clusters are
+  taken in HORPART order and each joins the open joint cluster where it
+  *gains* most, or opens a new one when no joint cluster gains.  The gain
+  counts hidden occurrences refining could reveal: over the cluster's item
+  codes that the joint cluster already holds in an item chunk and does not
+  block (a code is blocked when a record chunk of a member holds it), the
+  support beyond one record, ``s - 1``; minus what the cluster's own record
+  chunks would block there.  Why ``s - 1``
+  and not ``s``: a recipient can only take an item-chunk code to be on one
+  record of its cluster (``reconstruct``'s default), so refining reveals a
+  count only where the code is on two records or more; joining clusters whose
+  item codes are on one record each reveals no count and scatters their
+  codes' associations over the joint cluster (on MEPS 2005 this reading keeps
+  frequent pairs closer: see benchmarks/disassociation.md).  Clusters are
+  never nested, so a shared chunk's cluster list is its joint cluster.
 - A code is a refining code of a joint cluster when it is in the item chunks
   of at least two of its clusters, its total support over them is at least
   ``k`` (Section 5: "2 + 2 = 4 > k = 3"), it is in none of their record chunks
@@ -54,23 +59,6 @@ class _Joint:
     total: dict = field(default_factory=dict)
     count: dict = field(default_factory=dict)
     blocked: set = field(default_factory=set)
-
-    def potential(self, code: int, total: int | None = None) -> int:
-        """Item-chunk occurrences of ``code`` refining may move (0 if blocked)."""
-        if code in self.blocked:
-            return 0
-        return self.total.get(code, 0) if total is None else total
-
-    def delta(self, part: Partition, item: list[int]) -> int:
-        """Change of the potential if the cluster with ``part`` joined."""
-        change = 0
-        for c in item:
-            before = self.potential(c)
-            change += self.potential(c, self.total.get(c, 0) + part.support[c]) - before
-        for chunk in part.chunks:
-            for c in chunk.tolist():
-                change -= self.potential(c)
-        return change
 
     def add(self, index: int, part: Partition, item: list[int]) -> None:
         self.members.append(index)
@@ -116,16 +104,46 @@ def refine(clusters: list[Part], parts: list[Partition],
 
 
 def _groups(parts: list[Partition], items: list[list[int]], k: int, max_joint: int | None):
-    """Greedy joint clusters over consecutive clusters (see module docstring)."""
-    joint = None
+    """Best-fit joint clusters (see the module docstring), as ``_Joint``s.
+
+    The gain of joining joint cluster ``j``: the ``s - 1`` of the cluster's item
+    codes that ``j`` already holds in item chunks and does not block, minus the
+    ``s - 1`` mass of ``j``'s item codes that the cluster's record chunks would
+    block.  Only joints sharing an item code can gain, so the look-ups go
+    through each code's joints (sparse: most clusters gain nowhere).  Ties go
+    to the oldest joint."""
+    avail: dict[int, dict[int, int]] = {}  # code -> {joint: s - 1 mass there}
+    blocked: list[set] = []
+    members: list[list[int]] = []
     for i, part in enumerate(parts):
-        full = joint is not None and max_joint is not None and len(joint.members) >= max_joint
-        if joint is not None and not full and joint.delta(part, items[i]) >= 0:
-            joint.add(i, part, items[i])
-            continue
-        if joint is not None:
-            yield joint
+        chunk_codes = [c for ch in part.chunks for c in ch.tolist()]
+        gain: dict[int, int] = {}
+        for c in items[i]:
+            extra = part.support[c] - 1
+            if extra:
+                for j in avail.get(c, ()):
+                    gain[j] = gain.get(j, 0) + extra
+        for j in list(gain):
+            if max_joint is not None and len(members[j]) >= max_joint:
+                del gain[j]
+                continue
+            gain[j] -= sum(avail.get(c, {}).get(j, 0) for c in chunk_codes)
+        best = min((j for j, g in gain.items() if g > 0), key=lambda j: (-gain[j], j),
+                   default=-1)
+        if best < 0:
+            best = len(members)
+            members.append([])
+            blocked.append(set())
+        members[best].append(i)
+        for c in chunk_codes:
+            blocked[best].add(c)
+            avail.get(c, {}).pop(best, None)
+        for c in items[i]:
+            if c not in blocked[best]:
+                held = avail.setdefault(c, {})
+                held[best] = held.get(best, 0) + part.support[c] - 1
+    for group in members:
         joint = _Joint(k)
-        joint.add(i, part, items[i])
-    if joint is not None:
+        for i in group:
+            joint.add(i, parts[i], items[i])
         yield joint

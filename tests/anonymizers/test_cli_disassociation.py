@@ -67,6 +67,30 @@ def test_reconstruct_writes_a_csv(files):
     assert pd.read_csv(again, dtype=str)["code"].value_counts().max() <= 7
 
 
+def test_fewer_records_than_k_exit_2_with_one_line_and_no_file(files, capsys):
+    tmp, _ = files
+    code = main(["disassociate", "--k", "11", "--m", "2", "--seed", "1",
+                 "--input", str(tmp / "records.csv"), "--output", str(tmp / "o.json")])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "10 record(s), fewer than k = 11" in lines[0]
+    assert not (tmp / "o.json").exists()
+
+
+def test_reconstruct_says_which_rule_it_used(files, capsys):
+    tmp, _ = files
+    assert disassociate(tmp, "--refine-window", "1") == 0
+    capsys.readouterr()
+    assert main(["reconstruct", "--input", str(tmp / "out.json"), "--seed", "2",
+                 "--output", str(tmp / "drawn.csv")]) == 0
+    assert "(item-chunk codes: one, linking: random)" in capsys.readouterr().out
+    assert main(["reconstruct", "--input", str(tmp / "out.json"), "--seed", "2",
+                 "--output", str(tmp / "drawn.csv"), "--linking", "association"]) == 0
+    assert "linking: association)" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("args, message", [
     (["--k", "1"], "'k'"), (["--m", "9"], "'m'"), (["--max-cluster-size", "2"],
                                                    "max_cluster_size"),

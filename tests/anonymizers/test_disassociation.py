@@ -11,13 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonymizers.disassociation import (Disassociated, DisassociationConfig, disassociate,
-                                        merge_occurrences, split_occurrences)
+from anonymizers.disassociation import (Cluster, Disassociated, DisassociationConfig,
+                                        RecordChunk, SharedChunk, TooFewRecords,
+                                        disassociate, merge_occurrences, split_occurrences)
+from anonymizers.disassociation.batches import plan_batches
 from anonymizers.disassociation import metrics
 from anonymizers.disassociation.horpart import horpart, merge_small
 from anonymizers.disassociation.kmcheck import can_add
 from anonymizers.disassociation.prepare import prepare
 from anonymizers.disassociation.ragged import gather
+from anonymizers.disassociation import linking
 from anonymizers.disassociation.reconstruct import reconstruct
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.records import from_sets
@@ -71,18 +74,26 @@ def test_bad_input_names_row_and_field(frame, field):
 
 # ---------------------------------------------------------------- edge inputs
 
-def test_empty_input_gives_an_empty_release():
+def test_empty_input_is_refused():
     empty = pd.DataFrame({"patient_id": [], "code": []})
-    result = disassociate(empty, DisassociationConfig(3, 2, seed=0))
-    assert result.clusters == () and result.shared_chunks == ()
-    assert verify_disassociation(empty, result.to_json()).ok
+    with pytest.raises(TooFewRecords) as err:
+        disassociate(empty, DisassociationConfig(3, 2, seed=0))
+    assert err.value.n_records == 0 and err.value.k == 3
 
 
-def test_fewer_records_than_k_suppresses_everything():
-    data = long([["a", "b"], ["a"]])
+@pytest.mark.parametrize("n, k", [(1, 2), (2, 3), (4, 5)])
+def test_fewer_records_than_k_are_refused_not_released_empty(n, k):
+    data = long([["a", "b"]] * n)
+    with pytest.raises(InputError, match=f"{n} record\\(s\\), fewer than k = {k}"):
+        disassociate(data, DisassociationConfig(k, 2, seed=0))
+    with pytest.raises(TooFewRecords):  # the batch path refuses them too
+        plan_batches([data.iloc[:1], data.iloc[1:]], DisassociationConfig(k, 2))
+
+
+def test_exactly_k_records_are_released():
+    data = long([["a", "b"], ["a"], ["c"]])
     result = disassociate(data, DisassociationConfig(3, 2, seed=0))
-    assert result.to_json() == {"k": 3, "m": 2, "clusters": [], "shared_chunks": []}
-    assert result.metrics["suppressed_records"] == 2
+    assert result.release.n_records == 3
     assert verify_disassociation(data, result.to_json()).ok
 
 
@@ -217,6 +228,36 @@ def test_refining_moves_shared_item_codes_and_keeps_the_guarantee():
     assert verify_disassociation(data, refined.to_json()).ok
 
 
+def test_refining_joins_only_clusters_whose_item_codes_hide_counts():
+    # A and B each hold 'z' on two records (a count "one" cannot give); the
+    # item codes of C are on one record each: joining C would reveal no count
+    sets = ([["a", "z"]] * 2 + [["a"]] * 2) + ([["b", "z"]] * 2 + [["b"]] * 2) + \
+        [["c", f"w{i}"] for i in range(4)]
+    data = long(sets)
+    result = disassociate(data, DisassociationConfig(3, 2, max_cluster_size=5, seed=0))
+    a, b, c = result.clusters
+    assert [s.codes for s in result.shared_chunks] == [("z",)]
+    assert result.shared_chunks[0].clusters == (0, 1)
+    assert result.metrics["n_joint_clusters"] == 1
+    assert c.item_chunk == ("w0", "w1", "w2", "w3")
+    assert verify_disassociation(data, result.to_json()).ok
+    drawn = reconstruct(result.release, seed=3)
+    assert metrics.are(data, drawn, [(x,) for x in data["code"].unique()]) == 0.0
+
+
+def test_a_code_in_a_record_chunk_blocks_its_joint_cluster():
+    # 'z' fills a record chunk of the first cluster: the clusters holding it in
+    # their item chunks join each other, not that one
+    sets = ([["a", "z"]] * 3 + [["a"]] * 5) + ([["b", "z"]] * 2 + [["b"]] * 6) + \
+        ([["c", "z"]] * 2 + [["c"]] * 6)
+    data = long(sets)
+    result = disassociate(data, DisassociationConfig(3, 2, max_cluster_size=9, seed=0))
+    assert [ch.codes for ch in result.clusters[0].record_chunks] == [("a", "z")]
+    (shared,) = result.shared_chunks
+    assert shared.codes == ("z",) and shared.clusters == (1, 2)
+    assert verify_disassociation(data, result.to_json()).ok
+
+
 def test_max_joint_clusters_bounds_joint_clusters():
     # one cluster per letter (policy-led splits), 'z' twice in each: 2 + 2 >= k
     sets = [s for c in "abcdefgh" for s in ([c, "z"], [c, "z"], [c], [c])]
@@ -309,7 +350,7 @@ def test_sensitive_codes_stay_in_item_chunks():
 
 # ---------------------------------------------------------------- reconstruction
 
-@pytest.mark.parametrize("mode", ["cluster", "below_k", "one"])
+@pytest.mark.parametrize("mode", ["one", "below_k", "cluster"])
 def test_reconstruction_respects_the_release(mode):
     data, result = example()
     drawn = reconstruct(result.release, seed=9, item_support=mode)
@@ -332,10 +373,25 @@ def test_reconstruction_item_support_modes():
     draws = {mode: [reconstruct(release, seed=s, item_support=mode)["code"].tolist()
                     .count("x") for s in range(40)] for mode in ("cluster", "below_k", "one")}
     assert set(draws["one"]) == {1}
-    assert max(draws["below_k"]) <= 2 and min(draws["below_k"]) >= 1
-    assert max(draws["cluster"]) > 2
+    assert set(draws["below_k"]) == {1, 2}  # drawn in 1..k-1, not always k-1
+    assert max(draws["cluster"]) > 2 and min(draws["cluster"]) < 6
     with pytest.raises(ParameterError):
         reconstruct(release, seed=0, item_support="all")
+
+
+def test_default_reconstruction_puts_item_codes_on_one_record_and_says_so():
+    # every item-chunk code of these clusters is on one record: the default
+    # rule gets every count right, the drawn rules over-count some of them
+    sets = [["a", f"x{i}"] for i in range(6)] + [["b", f"y{i}"] for i in range(6)]
+    data = long(sets)
+    release = disassociate(data, DisassociationConfig(3, 2, seed=0)).release
+    assert all(len(c.item_chunk) == 6 for c in release.clusters)
+    drawn = reconstruct(release, seed=1)
+    assert drawn.attrs["item_support"] == "one"
+    assert metrics.are(data, drawn, [(c,) for c in data["code"].unique()]) == 0.0
+    worse = [metrics.are(data, reconstruct(release, seed=s, item_support="cluster"),
+                         [(c,) for c in data["code"].unique()]) for s in range(5)]
+    assert min(worse) > 0
 
 
 def test_reconstruction_is_seeded():
@@ -380,3 +436,44 @@ def test_workloads():
         assert all(len(q) == size for q in queries)
         assert (metrics.count(data, queries) >= 8).all()
     assert Counter(len(q) for q in metrics.occurring_sets(data, 2)) == Counter({2: 4})
+
+
+def _learned_and_unlinked(hidden_in_item_chunk: bool) -> Disassociated:
+    """Cluster 0 shows 'a' and 'z' together twice in a record chunk; cluster
+    1 holds 'a' on two of four records, and 'z' either in its item chunk or
+    in a shared chunk with cluster 2 (which holds 'c')."""
+    learn = Cluster(4, (RecordChunk(("a", "z"), (("a", "z"), ("a", "z"), (), ())),), ())
+    if hidden_in_item_chunk:
+        one = Cluster(4, (RecordChunk(("a", "c"), (("a",), ("a",), ("c",), ("c",))),), ("z",))
+        return Disassociated(2, 2, (learn, one))
+    one = Cluster(4, (RecordChunk(("a",), (("a",), ("a",), (), ())),), ())
+    two = Cluster(4, (RecordChunk(("c",), (("c",), ("c",), (), ())),), ())
+    shared = SharedChunk((1, 2), ("z",), (("z",), ("z",)) + ((),) * 6)
+    return Disassociated(2, 2, (learn, one, two), (shared,))
+
+
+@pytest.mark.parametrize("in_item_chunk", [True, False])
+def test_association_linking_puts_codes_the_release_shows_together(in_item_chunk):
+    """Association linking places 'z' with 'a', as the release's own record
+    chunk shows them (linking module); random linking (the default) does not
+    always."""
+    release = _learned_and_unlinked(in_item_chunk)
+    both = 3 if in_item_chunk else 4
+    linked = [metrics.count(reconstruct(release, seed=s, linking="association"),
+                            [("a", "z")])[0] for s in range(20)]
+    assert linked == [both] * 20
+    drawn = [metrics.count(reconstruct(release, seed=s), [("a", "z")])[0] for s in range(20)]
+    assert min(drawn) < both
+    assert reconstruct(release, seed=0).attrs["linking"] == "random"
+    with pytest.raises(ParameterError):
+        reconstruct(release, seed=0, linking="best")
+
+
+def test_association_is_read_from_the_chunks_only():
+    """observed 2 subrecords with both codes, expected 2 * 2 / 4 = 1 within
+    the chunk: log(3 / 2); pairs never in one chunk get nothing."""
+    release = _learned_and_unlinked(True)
+    vocab = linking.vocabulary(release)
+    assoc = linking.association(release, vocab).toarray()
+    assert assoc[vocab["a"], vocab["z"]] == pytest.approx(np.log(3 / 2))
+    assert assoc[vocab["c"], vocab["z"]] == 0 and assoc[vocab["a"], vocab["a"]] == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import Counter
 from itertools import combinations
 
 import numpy as np
@@ -13,7 +14,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
 
-from anonymizers.disassociation import DisassociationConfig, disassociate
+from anonymizers.disassociation import DisassociationConfig, TooFewRecords, disassociate
+from anonymizers.disassociation.reconstruct import reconstruct
 from anonymizers.verify.disassociation import _Release, _Tables, verify_disassociation
 from test_disassociation_example import FIG1 as EXAMPLE, FIG3B  # Section 5 data
 
@@ -45,6 +47,7 @@ def cases(draw):
         utility_policy=policy if draw(st.booleans()) else None,
         refine=draw(st.booleans()),
         max_joint_clusters=draw(st.sampled_from([None, 2, 3])),
+        refine_window=draw(st.sampled_from([None, 1, 2, 4])),
         seed=draw(st.integers(0, 2**16)))
     return sets, cfg
 
@@ -53,11 +56,14 @@ def cases(draw):
 def test_release_always_passes_the_verifier(case):
     sets, cfg = case
     data = long(sets)
+    if len(sets) < cfg.k:  # no release can keep the guarantee: refused, never empty
+        with pytest.raises(TooFewRecords):
+            disassociate(data, cfg)
+        return
     result = disassociate(data, cfg)
     verdict = verify_disassociation(data, result.to_json())
     assert verdict.ok, verdict.violations
-    n = len(sets)
-    assert sum(c.size for c in result.clusters) == (n if n >= cfg.k else 0)
+    assert sum(c.size for c in result.clusters) == len(sets)
     assert all(c.size >= cfg.k for c in result.clusters)
 
 
@@ -65,25 +71,27 @@ def test_release_always_passes_the_verifier(case):
 def test_options_of_section7_pass_the_verifier(sets, k, sensitive):
     data = long(sets)
     cfg = DisassociationConfig(k, 2, seed=1, repeated_codes=True, sensitive_codes={sensitive})
+    if len(sets) < k:
+        with pytest.raises(TooFewRecords):
+            disassociate(data, cfg)
+        return
     result = disassociate(data, cfg)
     verdict = verify_disassociation(data, result.to_json(), sensitive_codes={sensitive},
                                     repeated_codes=True)
     assert verdict.ok, verdict.violations
 
 
-def test_one_record():
+def test_one_record_is_refused():
     data = long([["401", "250.01"]])
     for k in (2, 3):
-        result = disassociate(data, DisassociationConfig(k, 2, seed=0))
-        assert result.clusters == () and result.metrics["suppressed_records"] == 1
-        assert verify_disassociation(data, result.to_json()).ok
+        with pytest.raises(TooFewRecords, match="1 record"):
+            disassociate(data, DisassociationConfig(k, 2, seed=0))
 
 
-def test_k_larger_than_the_data_releases_nothing():
+def test_k_larger_than_the_data_is_refused():
     data = long([["a"], ["b"], ["a", "b"]])
-    result = disassociate(data, DisassociationConfig(10, 2, seed=0))
-    assert result.to_json()["clusters"] == []
-    assert verify_disassociation(data, result.to_json()).ok
+    with pytest.raises(TooFewRecords, match="fewer than k = 10"):
+        disassociate(data, DisassociationConfig(10, 2, seed=0))
 
 
 def test_records_of_200_codes():
@@ -151,6 +159,8 @@ def isolate(doc: dict, rng: np.random.Generator) -> dict:
 @given(cases(), st.integers(0, 3), st.integers(0, 2**16))
 def test_verifier_values_match_brute_force(case, n_mutations, seed):
     sets, cfg = case
+    if len(sets) < cfg.k:  # refused (test_release_always_passes_the_verifier)
+        return
     data = long(sets)
     doc = disassociate(data, cfg).to_json()
     rng = np.random.default_rng(seed)
@@ -262,3 +272,34 @@ def test_verifier_rejects_overlapping_joint_clusters(fig10):
                                     "subrecords": [[]] * 5})
     verdict = verify_disassociation(data, broken)
     assert not verdict.ok and any("joint" in v for v in verdict.violations)
+
+
+@given(cases(), st.sampled_from(["association", "random"]), st.integers(0, 2**16))
+def test_every_reconstruction_is_consistent_with_the_release(case, linking, seed):
+    """Section 3.2: a reconstruction takes every subrecord of every chunk once
+    and each item-chunk code (default rule: on one record): each code's count
+    is its support in the record and shared chunks plus the item chunks
+    holding it, whichever subrecords the linking puts together, and every
+    subrecord's codes stay on one record."""
+    sets, cfg = case
+    if len(sets) < cfg.k:
+        return
+    release = disassociate(long(sets), cfg).release
+    drawn = reconstruct(release, seed=seed, linking=linking)
+    assert drawn.attrs["linking"] == linking
+    expected: Counter = Counter()
+    subrecords = []
+    for cluster in release.clusters:
+        expected.update(cluster.item_chunk)
+        for chunk in cluster.record_chunks:
+            subrecords += [s for s in chunk.subrecords if s]
+    for shared in release.shared_chunks:
+        subrecords += [s for s in shared.subrecords if s]
+    for s in subrecords:
+        expected.update(s)
+    assert Counter(drawn["code"]) == expected
+    assert drawn["patient_id"].nunique() <= release.n_records
+    held = [set(g) for _, g in drawn.groupby("patient_id")["code"]]
+    holders = Counter(s for s in map(frozenset, subrecords))
+    for s, n in holders.items():  # each subrecord on one record: at least n records hold it
+        assert sum(s <= r for r in held) >= n

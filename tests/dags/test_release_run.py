@@ -275,22 +275,28 @@ def test_release_does_not_depend_on_batching(medco_dag, source_ids, warehouse):
 
 def test_disassociation_of_fewer_than_k_patients_releases_nothing(medco_dag, source_ids,
                                                                   warehouse):
-    """No cluster: the mapped step still runs (one empty batch) and the empty
-    release is verified and loaded."""
+    """Fewer than k patients: no release keeps k^m-anonymity, so the plan step
+    refuses them (TooFewRecords, an InputError): the run fails at plan, loads
+    no cluster and leaves the previous release as it was."""
     from airflow.dag_processing.dagbag import DagBag
 
     dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(
         "deid_disassociation_diagnoses")
     two = sorted(source_ids)[:2]
+    before = _rows(warehouse, "disassociation_diagnoses_clusters")
     run = dag.test(run_conf={"k": 3, "m": 2, "scope": f"c.desynpuf_id IN ('{two[0]}', "
                                                       f"'{two[1]}')"})
-    assert str(run.state).endswith("success"), run.state
-    assert _rows(warehouse, "disassociation_diagnoses_clusters") == []
-    (verdicts, metrics), = _query(warehouse, "SELECT verdicts, metrics FROM audit.release_runs "
-                                  "WHERE run_id = %s AND release_name = "
-                                  "'disassociation_diagnoses'", run.run_id)
-    assert all(v["ok"] for v in verdicts["verdicts"])
-    assert metrics["disassociation"]["suppressed_records"] == 2
+    assert str(run.state).endswith("failed"), run.state
+    states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    assert states["disassociation_plan"].endswith("failed"), states
+    assert not any(str(states.get(t)).endswith("success") for t in
+                   ("disassociation_disassociate", "disassociation_combine")), states
+    assert _rows(warehouse, "disassociation_diagnoses_clusters") == before
+    (outcome, error), = _query(warehouse, "SELECT outcome, error FROM audit.release_runs "
+                               "WHERE run_id = %s AND release_name = "
+                               "'disassociation_diagnoses'", run.run_id)
+    assert outcome == "failed" and "disassociation_plan" in error
+    assert "2 record(s), fewer than k = 3" in error
 
 
 def test_screening_does_not_depend_on_member_ranges(medco_dag, medco_run, warehouse):

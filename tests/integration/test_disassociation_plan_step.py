@@ -16,6 +16,7 @@ from deid.methods import param_schemas
 from deid.methods.ugaclip import utility_policy
 from deid.steps import Run
 
+from anonymizers.disassociation import TooFewRecords
 from anonymizers.disassociation.batches import plan
 
 
@@ -58,15 +59,17 @@ def test_plan_step_batches_equal_the_whole_table_ones(utility):
 
 
 def test_fewer_records_than_k_give_one_empty_batch():
+    """Fewer than k records: no release keeps the guarantee, so the plan step
+    refuses them (TooFewRecords, an InputError) and writes no batch."""
     run = Run("dis_plan_step_test", "r2")
     pd.DataFrame({"patient_id": ["a", "b"], "claim_id": ["1", "2"], "code": ["x", "y"]}) \
         .to_parquet(run.path("claims.parquet"))
     params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
     params.update(k=5, utility_policy="none")
-    assert dis.plan(run, params) == [{"index": 0, "clusters": 0}]
-    assert pd.read_parquet(run.path("dis_records.b0.parquet")).empty
-    assert list(pd.read_parquet(run.path("dis_records.b0.parquet")).columns) == \
-        ["patient_id", "code"]
+    run.path("dis_records.b0.parquet").unlink(missing_ok=True)  # staging outlives a session
+    with pytest.raises(TooFewRecords, match="2 record.*fewer than k = 5"):
+        dis.plan(run, params)
+    assert not run.path("dis_records.b0.parquet").exists()
 
 
 def test_the_verifier_reads_each_batch_a_refine_window_at_a_time():

@@ -49,12 +49,6 @@ RECORD_COLUMNS = ["patient_id", "code"]
 RECORD_TYPES = {"patient_id": "string", "code": "string"}
 
 
-def _records(run) -> pd.DataFrame:
-    """All distinct (patient, code) rows: only for fewer than k records."""
-    return (pd.read_parquet(run.path("claims.parquet"), columns=RECORD_COLUMNS)
-            .drop_duplicates(ignore_index=True))
-
-
 def _policy(params, claims):
     """The utility policy named in ``params`` (None: none), over the codes of ``claims``."""
     name = params.get("utility_policy", "none")
@@ -76,7 +70,9 @@ def _config(params, policy):
 def plan(run, params) -> list[dict]:
     """HORPART over all records (one task, holding them encoded: the claims are
     read a row group at a time), then each batch's records and plan rows to
-    staging.  Returns the batches: numbers only, never ids."""
+    staging.  Returns the batches: numbers only, never ids.  Fewer than k
+    records raise ``TooFewRecords``: the task, hence the run, fails rather
+    than load an empty release."""
     from anonymizers.disassociation.batches import plan_batches
 
     claims = run.path("claims.parquet")
@@ -84,8 +80,7 @@ def plan(run, params) -> list[dict]:
     config = _config(params, policy)
     p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source="claims.parquet")
     size = staging.batch_size(params["batch_size"], p.n_clusters)
-    # no cluster (fewer than k records): one empty batch, so the mapped step still runs
-    ranges = p.batches(size, config.refine_window) or [(0, 0)]
+    ranges = p.batches(size, config.refine_window)
     _write_batches(run, p.rows, ranges)
     run.write_json("dis_batches.json", {"ranges": ranges, "policy": policy,
                                         "n_clusters": p.n_clusters, "metrics": p.metrics})
@@ -102,7 +97,7 @@ def _write_batches(run, rows: pd.DataFrame, ranges: list) -> None:
     for i in range(len(ranges)):
         rows[batch_of == i].to_parquet(run.path(f"dis_plan.b{i}.parquet"), index=False)
     patients = pd.Index(rows["patient_id"])
-    lookup = np.append(batch_of, -1)  # index -1 (a patient in no cluster, n < k): no batch
+    lookup = batch_of
     paths = {i: run.path(f"dis_records.b{i}.parquet") for i in range(len(ranges))}
     with pio.ParquetAppender(paths, RECORD_TYPES) as out:
         out.append({i: pd.DataFrame({c: pd.Series(dtype="str") for c in RECORD_COLUMNS})
@@ -155,18 +150,19 @@ def combine(run, params) -> dict:
 
 
 def measure(run, params) -> dict:
-    """ARE on W2 and MRE per utility constraint on a seeded reconstruction,
+    """ARE on W2 and MRE per utility constraint on a seeded reconstruction
+    (item-chunk codes on one record each, ``reconstruction`` in the metrics;
+    subrecords linked at random, ``linking``),
     batch by batch (``batch_utility``: each refine window drawn with its own
     generator, so the figures do not depend on the batching)."""
     from anonymizers.disassociation import metrics as dm
     from anonymizers.disassociation.batch_utility import BatchedUtility, sets_to_enumerate
+    from anonymizers.disassociation.reconstruct import DEFAULT_ITEM_SUPPORT, DEFAULT_LINKING
 
     info = run.read_json("dis_batches.json")
     n = len(info["ranges"])
     batch = [lambda columns=None, i=i: pd.read_parquet(run.path(f"dis_records.b{i}.parquet"),
                                                        columns=columns) for i in range(n)]
-    if info["n_clusters"] == 0:  # fewer than k records, in no batch: measure them as one
-        batch = [lambda columns=None: _records(run)]
     pairs = sum(sets_to_enumerate(read(["patient_id"])["patient_id"], 2) for read in batch)
     sizes = (1, 2) if pairs <= dm.MAX_ENUMERATED else (1,)  # too many pairs: codes only
     utility = BatchedUtility(pio.distinct(run.path("claims.parquet"), "code"), sizes)
@@ -178,7 +174,8 @@ def measure(run, params) -> dict:
         fragment = _fragment(run, i)
         utility.add(read(), fragment.release, fragment.first, params["refine_window"],
                     params["seed"])
-    out = {"are_w2": utility.are(), "w2_code_set_sizes": "-".join(map(str, sizes))}
+    out = {"are_w2": utility.are(), "w2_code_set_sizes": "-".join(map(str, sizes)),
+           "reconstruction": DEFAULT_ITEM_SUPPORT, "linking": DEFAULT_LINKING}
     if info["policy"] is not None:
         mre = utility.mre()
         out["mre_share_in_-5_5"] = dm.share_within(mre)
