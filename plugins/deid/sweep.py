@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     run_state, task_states = metadata_views()
     for c in sweep(run_state, task_states, args.release, stale_after=args.stale_after):
-        print(f"{c.release} {c.run_id}: {c.reason}")
+        print(f"closed {c.release} {c.run_id}: {c.reason}")
     return 0
 
 
