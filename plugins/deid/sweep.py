@@ -73,7 +73,7 @@ def sweep(run_state: RunState, task_states: TaskStates | None = None,
             continue
         dag_id = DAG_PREFIX + name
         try:
-            state = run_state(dag_id, run_id)
+            state = _value(run_state(dag_id, run_id))
         except Exception:  # noqa: BLE001 - Airflow cannot say: leave the run alone
             log.exception("Sweep: no state for run %s of %s: left alone", run_id, dag_id)
             continue
@@ -149,18 +149,23 @@ def metadata_views() -> tuple[RunState, TaskStates]:
     def run_state(dag_id: str, run_id: str) -> str | None:
         with create_session() as session:
             run = session.query(DagRun).filter_by(dag_id=dag_id, run_id=run_id).one_or_none()
-            return None if run is None else str(run.state)
+            return None if run is None else _value(run.state)
 
     def task_states(dag_id: str, run_id: str) -> dict:
         with create_session() as session:
             tis = session.query(TaskInstance).filter_by(dag_id=dag_id, run_id=run_id).all()
-            return {ti.task_id: str(ti.state) for ti in tis}
+            return {ti.task_id: _value(ti.state) for ti in tis}
 
     return run_state, task_states
 
 
 def _plain(states: dict) -> dict:
-    return {task: getattr(state, "value", state) for task, state in states.items()}
+    return {task: _value(state) for task, state in states.items()}
+
+
+def _value(state):
+    """A state as its plain string (Airflow's enums print as their class)."""
+    return getattr(state, "value", state)
 
 
 def sweep_in_task(release: str | None = None) -> list[dict]:
