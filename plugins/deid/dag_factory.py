@@ -126,11 +126,14 @@ def alive(release_name: str):
     return wrap
 
 
-def maintenance_dag():
+def maintenance_dags() -> dict:
     """``deid_maintenance``: hourly, close the audit rows and delete the
-    staging of every release's runs that were killed (``deid.sweep``)."""
-    from airflow.sdk import DAG, task
+    staging of every release's runs that were killed (``deid.sweep``); none
+    in another DAG's task process (which needs only its own DAG)."""
+    from airflow.sdk import DAG, get_parsing_context, task
 
+    if get_parsing_context().dag_id not in (None, MAINTENANCE_DAG):
+        return {}
     with DAG(dag_id=MAINTENANCE_DAG, schedule="@hourly", start_date=dt.datetime(2026, 1, 1),
              catchup=False, max_active_runs=1, tags=["deid"], doc_md=sweep.__doc__,
              default_args={"owner": "deid"}) as dag:
@@ -140,7 +143,7 @@ def maintenance_dag():
             return sweep.sweep_in_task()
 
         sweep_all()
-    return dag
+    return {MAINTENANCE_DAG: dag}
 
 
 def build_dag(release: Release):
