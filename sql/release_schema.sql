@@ -3,7 +3,8 @@
 --   release_build  where a run builds its tables before the swap (loader only)
 --   restricted   what must never reach readers: which pseudonyms are dummies,
 --                token-key fingerprints, privacy policies (rare code combinations)
---   audit        one row per run, successful or not
+--   audit        one row per run, successful or not: opened as 'running' by the
+--                run's first task, closed 'loaded' in the swap or 'failed'
 CREATE SCHEMA IF NOT EXISTS release;
 CREATE SCHEMA IF NOT EXISTS release_build;
 CREATE SCHEMA IF NOT EXISTS restricted;
@@ -25,7 +26,7 @@ CREATE TABLE IF NOT EXISTS audit.release_runs (
     code_version   text,
     started_at     timestamptz NOT NULL,
     ended_at       timestamptz NOT NULL DEFAULT now(),
-    outcome        text NOT NULL CHECK (outcome IN ('loaded', 'failed')),
+    outcome        text NOT NULL CHECK (outcome IN ('running', 'loaded', 'failed')),
     error          text,
     report_path    text,
     PRIMARY KEY (release_name, run_id, ended_at)
@@ -35,6 +36,49 @@ CREATE TABLE IF NOT EXISTS audit.release_runs (
 ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS triggered_by text;
 ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS scope text;
 ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS overrides jsonb;
+
+-- A run's row is opened 'running' when it starts (its ended_at is then the time
+-- it was opened), so that a run killed before it could say so (a SIGKILLed task
+-- runs no failure callback) still has its row, which deid.sweep closes 'failed'.
+-- Earlier warehouses allowed only 'loaded' and 'failed': replace their check
+-- once (not on every setup: ADD CONSTRAINT locks the table and reads it all).
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'audit.release_runs'::regclass
+                   AND conname = 'release_runs_outcome_check'
+                   AND pg_get_constraintdef(oid) LIKE '%running%') THEN
+        ALTER TABLE audit.release_runs DROP CONSTRAINT IF EXISTS release_runs_outcome_check;
+        ALTER TABLE audit.release_runs ADD CONSTRAINT release_runs_outcome_check
+            CHECK (outcome IN ('running', 'loaded', 'failed'));
+    END IF;
+END $$;
+-- One open row per run: closing it replaces it, a retried first task finds it.
+CREATE UNIQUE INDEX IF NOT EXISTS release_runs_one_open
+    ON audit.release_runs (release_name, run_id) WHERE outcome = 'running';
+
+-- Close a run's open row: replace it by itself updated with the columns of
+-- p_closed (a JSON object of audit columns; those it lacks keep their value),
+-- ended now.  False when the run has no open row.  A loader appends audit rows
+-- and may not update them (sql/roles.sql): this function, run with its
+-- owner's rights, lets it close an open row and nothing else.  Calling it
+-- needs USAGE on schema audit, which only deid_loader has.
+CREATE OR REPLACE FUNCTION audit.close_run(p_release text, p_run text, p_closed jsonb)
+RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r audit.release_runs;
+BEGIN
+    IF p_closed->>'outcome' IS NULL OR p_closed->>'outcome' NOT IN ('loaded', 'failed') THEN
+        RAISE EXCEPTION 'a run closes as loaded or failed, not %', p_closed->>'outcome';
+    END IF;
+    DELETE FROM audit.release_runs WHERE release_name = p_release AND run_id = p_run
+        AND outcome = 'running' RETURNING * INTO r;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    r := jsonb_populate_record(r, p_closed - 'release_name' - 'run_id' - 'ended_at');
+    r.ended_at := now();
+    INSERT INTO audit.release_runs SELECT r.*;
+    RETURN true;
+END $$;
 
 -- Which released pseudonyms are dummies (MedCo), by release and run.
 CREATE TABLE IF NOT EXISTS restricted.dummy_map (

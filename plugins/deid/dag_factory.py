@@ -1,6 +1,6 @@
 """One DAG per release file: the task order every release shares.
 
-prepare -> extract -> [screen_plan -> screen (one task per member range)
+sweep -> prepare -> extract -> [screen_plan -> screen (one task per member range)
         -> screen_combine] -> privacy_policy -> choose_method -> <method's steps>
         -> validate -> report -> load, with cleanup as the teardown of prepare;
 verify_policy (PPE's verifier) runs beside the method's steps, between
@@ -12,15 +12,21 @@ form offers its parameters, prefilled from the file; Airflow validates them
 (types, enums, bounds) before the run starts, and ``prepare`` decides the
 run's parameters under the file's policy (``deid.overrides``) once, in
 staging, for every task: a run the file does not allow fails there.
+``sweep`` first closes the audit rows of the release's earlier runs that
+were killed before they could (``deid.sweep``); the ``deid_maintenance``
+DAG sweeps every release hourly.  Every step's task marks its run alive
+while it works (``deid.steps.heartbeat``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import gc
 import logging
+import os
 
-from deid import secret, steps
+from deid import secret, steps, sweep
 from deid.airflow_glue import (
     audit_base,
     current_run,
@@ -101,10 +107,50 @@ def release_dags() -> dict:
     return dags
 
 
+MAINTENANCE_DAG = "deid_maintenance"
+
+
+def retry_delay() -> dt.timedelta:
+    """A failed task's first retry waits this long (``DEID_RETRY_DELAY_SECONDS``, default 30)."""
+    return dt.timedelta(seconds=float(os.environ.get("DEID_RETRY_DELAY_SECONDS", "30")))
+
+
+def alive(release_name: str):
+    """A task body that marks its run alive while it works (``deid.sweep``)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with steps.heartbeat(current_run(release_name)):
+                return fn(*args, **kwargs)
+        return wrapper
+    return wrap
+
+
+def maintenance_dags() -> dict:
+    """``deid_maintenance``: hourly, close the audit rows and delete the
+    staging of every release's runs that were killed (``deid.sweep``); none
+    in another DAG's task process (which needs only its own DAG)."""
+    from airflow.sdk import DAG, get_parsing_context, task
+
+    if get_parsing_context().dag_id not in (None, MAINTENANCE_DAG):
+        return {}
+    with DAG(dag_id=MAINTENANCE_DAG, schedule="@hourly", start_date=dt.datetime(2026, 1, 1),
+             catchup=False, max_active_runs=1, tags=["deid"], doc_md=sweep.__doc__,
+             default_args={"owner": "deid"}) as dag:
+
+        @task(task_id="sweep", retries=0)
+        def sweep_all() -> list:
+            return sweep.sweep_in_task()
+
+        sweep_all()
+    return {MAINTENANCE_DAG: dag}
+
+
 def build_dag(release: Release):
     from airflow.sdk import DAG, get_current_context, task
 
-    default_args = {"owner": "deid", "retries": 2, "retry_delay": dt.timedelta(seconds=30),
+    beating = alive(release.name)
+    default_args = {"owner": "deid", "retries": 2, "retry_delay": retry_delay(),
                     "retry_exponential_backoff": True,
                     "on_failure_callback": on_task_failure(release.name, release.method)}
     doc = f"**{release.name}** (v{release.version}, `{release.path.name}`, method " \
@@ -121,17 +167,20 @@ def build_dag(release: Release):
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
+        @beating
         def prepare(params=None) -> dict:
             user = getattr(get_current_context()["dag_run"], "triggering_user_name", None)
             return steps.prepare(current_run(release.name), release, dict(params), user)
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
+        @beating
         def extract() -> dict:
             return steps.extract(current_run(release.name), decided()["scope"])
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
+        @beating
         def privacy_policy() -> dict:
             params = decided()["params"]
             return steps.privacy_policy(current_run(release.name), params["k"],
@@ -139,6 +188,7 @@ def build_dag(release: Release):
 
         @task
         @no_retry_on_bad_data
+        @beating
         def screen_plan() -> list:
             run = decided()
             return steps.screen_plan(current_run(release.name), release.screening_policy,
@@ -146,18 +196,21 @@ def build_dag(release: Release):
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
+        @beating
         def screen(batch: dict) -> dict:
             return steps.screen_batch(current_run(release.name), release.screening_policy,
                                       batch)
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
+        @beating
         def screen_combine(batches: list) -> dict:
             return steps.screen_combine(current_run(release.name), release.screening_policy,
                                         len(batches))
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
+        @beating
         def verify_policy() -> dict:
             return steps.verify_policy(current_run(release.name))
 
@@ -167,12 +220,14 @@ def build_dag(release: Release):
 
         @task(trigger_rule="none_failed_min_one_success", retries=0, multiple_outputs=False)
         @no_retry_on_bad_data
+        @beating
         def validate() -> dict:
             return steps.validate(current_run(release.name), method, decided()["params"],
                                   release.thresholds)
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
+        @beating
         def report() -> dict:
             run = decided()
             return steps.report(current_run(release.name), method, run["params"],
@@ -180,6 +235,7 @@ def build_dag(release: Release):
 
         @task(multiple_outputs=False)
         @no_retry_on_bad_data
+        @beating
         def load(started: dict, extracted: dict, policy: dict, written: dict) -> dict:
             run, chosen = current_run(release.name), decided()
             audit = {**audit_base(release.name, method, chosen["params"], started["started_at"]),
@@ -194,6 +250,10 @@ def build_dag(release: Release):
             return steps.load(run, method, chosen["params"], secret.token_key(),
                               release.destination, audit)
 
+        @task(task_id="sweep", retries=0)
+        def sweep_earlier() -> list:
+            return sweep.sweep_in_task(release.name)
+
         @task(multiple_outputs=False)
         def cleanup() -> bool:
             return steps.cleanup(current_run(release.name))
@@ -206,7 +266,7 @@ def build_dag(release: Release):
             screen.expand(batch=planned) >> screen_combine(planned) >> policy
         else:
             extracted >> policy
-        started >> extracted
+        sweep_earlier() >> started >> extracted
         policy >> chooser
         policy >> verify_policy() >> checked
         first, last = _method_chain(release.name, method, METHODS[method])
@@ -254,6 +314,7 @@ def _method_task(release_name: str, method: str, step: str):
 
     @task(task_id=f"{method}_{step}", multiple_outputs=False)
     @no_retry_on_bad_data
+    @alive(release_name)
     def run_step(batch=None) -> dict:
         run = current_run(release_name)
         decided = steps.run_params(run)

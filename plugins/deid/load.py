@@ -6,6 +6,10 @@ move the new one into ``release`` under the release's name, write the
 restricted rows (dummy map, key fingerprint, privacy policy) and the audit
 row.  A run that fails or is killed before that commit leaves the previous
 release as it was; a leftover build table is dropped by the next run.
+The audit row is opened ``running`` when the run starts (``open_audit``)
+and closed once (``close_audit``): ``loaded`` in the swap's transaction,
+``failed`` by the failure callback or, for a run killed before it could
+say so, by ``deid.sweep``.
 """
 
 from __future__ import annotations
@@ -102,7 +106,7 @@ def swap_in(cur, release: str, run_id: str, built: dict[str, str], restricted: d
         cur.execute(f"ALTER TABLE release.{name} RENAME TO {final}")
         cur.execute(GRANT_READER.format(table=f"release.{final}"))
     _write_restricted(cur, release, run_id, restricted)
-    insert_audit(cur, {**audit, "outcome": "loaded"})
+    close_audit(cur, {**audit, "release_name": release, "run_id": run_id, "outcome": "loaded"})
 
 
 def _write_restricted(cur, release, run_id, restricted: dict) -> None:
@@ -142,16 +146,57 @@ JSON_COLUMNS = {"params", "policy_versions", "risk_before", "risk_after", "metri
                 "overrides"}
 
 
-def insert_audit(cur, row: dict) -> None:
+def insert_audit(cur, row: dict, then: str = "") -> None:
     values = [json.dumps(row.get(c), default=str) if c in JSON_COLUMNS else row.get(c)
               for c in AUDIT_COLUMNS]
     cur.execute(f"INSERT INTO audit.release_runs ({', '.join(AUDIT_COLUMNS)}) "
-                f"VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})", values)
+                f"VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))}) {then}", values)
 
 
-def record_failure(row: dict) -> None:
+def open_audit(row: dict) -> None:
+    """The run's row, outcome ``running``; a retried first task finds it open."""
     with connect() as conn, conn.cursor() as cur:
-        insert_audit(cur, {**row, "outcome": "failed"})
+        insert_audit(cur, {**row, "outcome": "running"}, "ON CONFLICT (release_name, run_id) "
+                     "WHERE outcome = 'running' DO NOTHING")
+
+
+def close_audit(cur, row: dict, keep: tuple = ()) -> bool:
+    """Close the run's open row with ``row`` (``keep``: columns the open row
+    knows better), or, when the run has no open row (it opened none, as
+    before this row existed, or another task already closed it), add ``row``
+    unless the run already has a row.  True if a row was closed or added."""
+    if close_open(cur, {c: v for c, v in row.items() if c not in keep}):
+        return True
+    cur.execute("SELECT 1 FROM audit.release_runs WHERE release_name = %s AND run_id = %s",
+                (row["release_name"], row["run_id"]))
+    if cur.fetchone() is not None and row["outcome"] == "failed":
+        return False  # one row per run: its first failure is the one recorded
+    insert_audit(cur, row)
+    return True
+
+
+def close_open(cur, row: dict) -> bool:
+    """Close the run's open row with the audit columns ``row`` has (the others
+    keep the open row's values); False if the run has no open row."""
+    closing = {c: row[c] for c in AUDIT_COLUMNS if c in row}
+    cur.execute("SELECT audit.close_run(%s, %s, %s::jsonb)",
+                (row["release_name"], row["run_id"], json.dumps(closing, default=str)))
+    return bool(cur.fetchone()[0])
+
+
+def record_failure(row: dict) -> bool:
+    """Close the run's row as failed (its open row keeps its start time)."""
+    with connect() as conn, conn.cursor() as cur:
+        return close_audit(cur, {**row, "outcome": "failed"}, keep=("started_at",))
+
+
+def open_runs(release: str | None = None) -> list[dict]:
+    """Runs whose audit row is still open: release_name, run_id, started_at."""
+    with connect(readonly=True) as conn, conn.cursor() as cur:
+        cur.execute("SELECT release_name, run_id, started_at FROM audit.release_runs "
+                    "WHERE outcome = 'running' AND (%s::text IS NULL OR release_name = %s) "
+                    "ORDER BY started_at", (release, release))
+        return [dict(zip(("release_name", "run_id", "started_at"), r)) for r in cur.fetchall()]
 
 
 def drop_stale_builds(release: str, run_id: str) -> None:

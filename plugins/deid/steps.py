@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,16 +62,31 @@ RUN_PARAMS = "run_params.json"
 
 def prepare(run: Run, release=None, requested: dict | None = None,
             triggered_by: str | None = None) -> dict:
-    """Staging, and the run's parameters under its release file's policy
+    """The run's audit row, opened ``running`` before anything is staged (so
+    that a run killed later still has one, for ``deid.sweep`` to close),
+    staging, and the run's parameters under its release file's policy
     (``deid.overrides``), decided once for every task: a run the file does
     not allow stops here, before anything is extracted."""
     ensure_schemas()
     load_mod.drop_stale_builds(run.release, run.run_id)
-    run.dir  # noqa: B018 - creates the owner-only staging folder
     started = dt.datetime.now(dt.timezone.utc).isoformat()
+    if release is not None:
+        _open_audit(run, release, requested or {}, triggered_by, started)
+    run.dir  # noqa: B018 - creates the owner-only staging folder
     if release is not None:
         _resolve_run(run, release, requested or {}, triggered_by)
     return {"started_at": started}
+
+
+def _open_audit(run: Run, release, requested: dict, triggered_by: str | None,
+                started: str) -> None:
+    """The open row holds what the trigger asked; its closing writes what ran."""
+    from deid.airflow_glue import audit_base
+
+    params = {**release.params, **requested}
+    load_mod.open_audit({**audit_base(release.name, release.method, params, started),
+                         "run_id": run.run_id, "triggered_by": triggered_by,
+                         "policy_versions": {"release_file": release.version}})
 
 
 def _resolve_run(run: Run, release, requested: dict, triggered_by: str | None) -> None:
@@ -298,13 +316,13 @@ def risk_after(verdicts: dict, metrics: dict) -> dict:
             **{k: v for k, v in metrics.items() if any(r in k for r in RISK_KEYS)}}
 
 
-def record_failure(run: Run, audit: dict, error: str) -> None:
-    """The failed run's audit row, with what ``prepare`` decided (the
+def record_failure(run: Run, audit: dict, error: str) -> bool:
+    """Close the run's audit row as failed, with what ``prepare`` decided (the
     parameters used, who triggered, the scope, the overrides) when it got that far."""
-    load_mod.record_failure({**audit, **_run_columns(run), "error": error[:2000]})
+    return load_mod.record_failure({**audit, **run_columns(run), "error": error[:2000]})
 
 
-def _run_columns(run: Run) -> dict:
+def run_columns(run: Run) -> dict:
     path = staging.run_dir(run.release, run.run_id, create=False) / RUN_PARAMS
     if not path.exists():
         return {}
@@ -322,3 +340,26 @@ def audit_record(run_record: dict) -> dict:
 
 def cleanup(run: Run) -> bool:
     return staging.cleanup(run.release, run.run_id)
+
+
+@contextmanager
+def heartbeat(run: Run, every: float | None = None):
+    """While the block runs, mark the run alive in its staging every ``every``
+    seconds (``DEID_HEARTBEAT_SECONDS``, default 15): a run whose tasks were
+    all killed stops beating, which ``deid.sweep`` reads."""
+    every = every or float(os.environ.get("DEID_HEARTBEAT_SECONDS", "15"))
+    stop = threading.Event()
+
+    def beat():
+        while True:
+            staging.beat(run.release, run.run_id)
+            if stop.wait(every):
+                return
+
+    thread = threading.Thread(target=beat, name="deid-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)

@@ -48,7 +48,8 @@ def medco_dag():
 
     bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
     assert not bag.import_errors
-    assert sorted(bag.dags) == sorted(f"deid_{name}" for name in TEST_POLICY)  # not broken
+    assert sorted(bag.dags) == sorted([*(f"deid_{name}" for name in TEST_POLICY),
+                                       "deid_maintenance"])  # not broken
     return bag.get_dag("deid_medco_codes")
 
 
