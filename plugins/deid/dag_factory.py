@@ -35,7 +35,7 @@ from deid.airflow_glue import (
 )
 from deid.methods import COMMON_PARAMS, METHODS, STRONGER
 from deid.overrides import rule
-from deid.releases import Release, load_all_with_errors, load_for_dag
+from deid.releases import DAG_PREFIX, MAINTENANCE, Release, load_all_with_errors, load_for_dag
 
 log = logging.getLogger(__name__)
 UI_KEYS = ("title", "description", "default")
@@ -107,7 +107,7 @@ def release_dags() -> dict:
     return dags
 
 
-MAINTENANCE_DAG = "deid_maintenance"
+MAINTENANCE_DAG = DAG_PREFIX + MAINTENANCE
 
 
 def retry_delay() -> dt.timedelta:

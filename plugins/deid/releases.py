@@ -39,6 +39,8 @@ FIELDS = {"name", "version", "description", "schedule", "scope", "screening_poli
 #: what a release file may say a trigger may do with a parameter (deid.overrides)
 OVERRIDE_RULES = ("stronger", "any", "fixed")
 DAG_PREFIX = "deid_"
+# the sweep's DAG is deid_maintenance: no release may take that DAG id
+MAINTENANCE = "maintenance"
 
 
 class ReleaseConfigError(ValueError):
@@ -105,6 +107,9 @@ def _check_fields(path: Path, raw: dict) -> None:
             raise ReleaseConfigError(path, required, "missing")
     if not NAME.match(str(raw["name"])):
         raise ReleaseConfigError(path, "name", f"must match {NAME.pattern}")
+    if raw["name"] == MAINTENANCE:
+        raise ReleaseConfigError(path, "name", f"{MAINTENANCE!r} is reserved for the "
+                                 f"{DAG_PREFIX}{MAINTENANCE} DAG")
     if raw["name"] != path.stem:
         raise ReleaseConfigError(path, "name", f"{raw['name']!r} must be the file's name "
                                  f"without .yaml ({path.stem!r}): a task reads only its file")

@@ -148,3 +148,11 @@ def test_a_bad_release_file_loses_only_its_own_dag(tmp_path, monkeypatch, capsys
     logged = [line for line in lines if "has no DAG" in line]
     assert len(logged) == 1 and "broken.yaml" in logged[0] and "params.k" in logged[0], logged
     assert os.environ["DEID_RELEASES_DIR"] == str(releases)
+
+
+def test_the_maintenance_dag_id_is_not_a_release_name(tmp_path):
+    path = tmp_path / "maintenance.yaml"
+    path.write_text(GOOD.replace("name: example", "name: maintenance"))
+    with pytest.raises(ReleaseConfigError, match="reserved") as err:
+        load_release(path)
+    assert err.value.field == "name"
