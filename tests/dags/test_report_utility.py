@@ -33,7 +33,7 @@ def threshold(metric: str, op: str, limit, ok: bool, value) -> dict:
 
 UGACLIP_SUPPRESSING = {  # what UGACLIP wrote on MEPS at level 2 (benchmarks/RESULTS.md)
     "k": 5, "n_records": 26854, "n_codes": 601, "n_items": 50, "n_generalized_items": 23,
-    "largest_item": 5, "il_total": 3.3e-184, "suppressed_codes": 516,
+    "largest_item": 5, "il_total": 3.3e-184, "il_log10_total": -183.5, "suppressed_codes": 516,
     "suppressed_occurrences": 97844, "suppressed_share": 0.888}
 DISASSOCIATION_GOOD = {"n_records": 1000, "n_codes": 300, "n_clusters": 180,
                        "are_w2": 0.02, "mre_share_in_-5_5": 0.93, "w2_code_set_sizes": "1-2"}

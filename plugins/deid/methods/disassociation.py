@@ -179,6 +179,8 @@ def measure(run, params) -> dict:
     if info["policy"] is not None:
         mre = utility.mre()
         out["mre_share_in_-5_5"] = dm.share_within(mre)
+        # Fig. 18's tail: constraints whose MRE is off by 10% or more either way
+        out["mre_share_beyond_10"] = 1.0 - dm.share_within(mre, -0.10, 0.10)
         run.write_json("mre_histogram.json",
                        dm.mre_histogram(mre).set_index("interval")["share"].to_dict())
     metrics = {**run.read_json("method_metrics.json"), **out}
