@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -86,9 +87,10 @@ class AirflowServer:
 
 
 @contextmanager
-def standalone(home: Path, env: dict | None = None):
+def standalone(home: Path, env: dict | None = None, keep_log: Path | None = None):
     """Start ``python -m deid.standalone`` (``airflow standalone``) with
-    ``AIRFLOW_HOME=home`` on a free port; yield an ``AirflowServer``; stop it."""
+    ``AIRFLOW_HOME=home`` on a free port; yield an ``AirflowServer``; stop it,
+    and copy its log to ``keep_log`` (when given) whatever happened."""
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {**os.environ, **(env or {}), "AIRFLOW_HOME": str(home),
@@ -109,6 +111,9 @@ def standalone(home: Path, env: dict | None = None):
             yield AirflowServer(url, *login(), home)
         finally:
             stop(proc)
+            if keep_log is not None:
+                keep_log.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(log_path, keep_log)
 
 
 def stop(proc) -> None:

@@ -9,14 +9,13 @@ The helpers here are shared with tests/dags/test_audit_every_run.py."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -68,15 +67,9 @@ def airflow(tmp_path: Path, name: str):
            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
            "AIRFLOW__SCHEDULER__DAG_DIR_LIST_INTERVAL": "5",
            "AIRFLOW_VAR_DEID_TOKEN_KEY": os.environ.get("AIRFLOW_VAR_DEID_TOKEN_KEY", "k")}
-    home = tmp_path / "airflow"
-    try:
-        with standalone(home, env) as server:
-            yield server
-    finally:
-        artifacts = ROOT / "test-artifacts"
-        artifacts.mkdir(exist_ok=True)
-        if (home / "standalone.log").exists():
-            shutil.copy(home / "standalone.log", artifacts / f"airflow-{name}.log")
+    with standalone(tmp_path / "airflow", env, ROOT / "test-artifacts" / f"airflow-{name}.log") \
+            as server:
+        yield server
 
 
 @contextmanager

@@ -5,7 +5,6 @@ against the tests' embedded warehouse."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -29,11 +28,5 @@ def airflow_server(warehouse, tmp_path_factory):
            "AIRFLOW__SCHEDULER__DAG_DIR_LIST_INTERVAL": "5",
            "AIRFLOW_VAR_DEID_TOKEN_KEY": os.environ.get("AIRFLOW_VAR_DEID_TOKEN_KEY",
                                                         "ui-test-key")}
-    try:
-        with standalone(home, env) as server:
-            yield server
-    finally:
-        artifacts = ROOT / "test-artifacts"
-        artifacts.mkdir(exist_ok=True)
-        if (home / "standalone.log").exists():
-            shutil.copy(home / "standalone.log", artifacts / "airflow-standalone.log")
+    with standalone(home, env, ROOT / "test-artifacts" / "airflow-standalone.log") as server:
+        yield server
