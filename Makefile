@@ -10,21 +10,26 @@ export AIRFLOW__CORE__DAGS_FOLDER := $(ROOT)/dags
 export AIRFLOW__CORE__PLUGINS_FOLDER := $(ROOT)/plugins
 export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__UNIT_TEST_MODE := False
-# a task's worker slot frees within 1 s of its end, not 5 (README, "Scale setting")
+# a task's worker slot frees within 1 s of its end, not 5 (benchmarks/README.md, "Scale setting")
 export AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL := 1
 export AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS := 15
-export PYTHONPATH := $(ROOT):$(ROOT)/plugins
+# no PYTHONPATH: the venv has the project installed (pyproject.toml: anonymizers,
+# deid and the console script `anonymizers`); recipes that import benchmarks or
+# tests run from $(ROOT)
 export PATH := $(BIN):$(PATH)
 export GX_ANALYTICS_ENABLED := False
 TEST_DEBS := /usr/bin/chromium /usr/bin/redis-server
 
 .PHONY: venv demo test airflow bench warehouse-stop clean
 
-$(BIN)/activate: requirements.txt
+# The pinned requirements, then the project itself, editable and without
+# dependencies, built offline by the pinned setuptools (which has bdist_wheel).
+$(BIN)/activate: requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or make PYTHON=/path/to/python3.11)"; exit 1; }
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip==25.3
-	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --upgrade pip==25.3 setuptools==80.9.0
+	$(BIN)/pip install --quiet -r $(ROOT)/requirements.txt
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e $(ROOT)
 	touch $(BIN)/activate
 
 venv: $(BIN)/activate
@@ -39,7 +44,7 @@ demo: $(AIRFLOW_HOME)/airflow.db
 
 ## make test: the whole test suite (unit, property, warehouse, DAG, browser)
 test: $(TEST_DEBS) $(AIRFLOW_HOME)/airflow.db
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	cd $(ROOT) && $(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 # Debian packages the tests need, each named as its program in /usr/bin: the
 # browser test (tests/ui) drives chromium; the CeleryExecutor test
@@ -63,7 +68,7 @@ airflow: $(AIRFLOW_HOME)/airflow.db
 
 ## make bench: every benchmark, figures into benchmarks/RESULTS.md
 bench: venv
-	$(BIN)/python -m benchmarks.run_all
+	cd $(ROOT) && $(BIN)/python -m benchmarks.run_all
 
 ## make warehouse-stop: stop every embedded PostgreSQL under var/ (the demo's, the
 ## tests'), or exit non-zero saying why not (a live client, no permission)

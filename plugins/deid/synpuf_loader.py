@@ -11,7 +11,9 @@ transaction that holds every file's rows is rolled back.
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -134,3 +136,37 @@ def _raise_first(source, offset, col, bad: np.ndarray, values, problem: str) -> 
     if bad.any():
         i = int(bad.argmax())
         raise InputError(source, f"{problem}: {values.iloc[i]!r}", row=offset + i + 1, field=col)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m deid.synpuf_loader FILE...``: load the files into the
+    warehouse's source schema, all or none, and print the rows of each.  The
+    embedded warehouse is set up first; a configured one must have been set up
+    by its owner (``python -m deid.admin_setup``).  A malformed file: one line
+    naming the file, row and field on stderr, exit status 2, nothing loaded."""
+    parser = argparse.ArgumentParser(
+        prog="python -m deid.synpuf_loader",
+        description="Load DE-SynPUF CSV files (gzip or plain, as CMS publishes them) "
+                    "into the warehouse's source schema, in one transaction.")
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                        help="a CMS file, e.g. DE1_0_2008_Beneficiary_Summary_File_Sample_1.csv.gz")
+    args = parser.parse_args(argv)
+    for path in args.files:
+        if not path.is_file():
+            parser.error(f"{path}: no such file")
+    from deid import warehouse
+
+    try:
+        if warehouse.is_embedded():
+            warehouse.ensure_schemas()
+        counts = load_files(args.files)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for name, rows in counts.items():
+        print(f"{name}: {rows} rows")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
