@@ -157,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     from deid import warehouse
 
     try:
+        for path in args.files:  # a file of another kind stops it before the warehouse
+            kind_of(path)
         if warehouse.is_embedded():
             warehouse.ensure_schemas()
         counts = load_files(args.files)
