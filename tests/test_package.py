@@ -32,9 +32,9 @@ def fresh_venv(tmp_path_factory) -> Path:
     venv = tmp_path_factory.mktemp("venv") / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; "
-                              "print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = subprocess.run([str(python), "-c", where], capture_output=True, text=True,
+                             check=True).stdout.strip()
     deps = sysconfig.get_paths()["purelib"]
     (Path(purelib) / "zz_dependencies.pth").write_text(deps + "\n")
     return venv

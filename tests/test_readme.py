@@ -25,7 +25,7 @@ def text() -> str:
 def _pycon_blocks(text: str) -> list[tuple[int, str]]:
     """(line number, body) of every ```pycon block."""
     return [(text.count("\n", 0, m.start(1)), m.group(1))
-            for m in re.finditer(r"^```pycon\n(.*?)^```$", text, flags=re.S | re.M)]
+            for m in re.finditer(r"^```pycon\n(.*?)^```$", text, flags=re.DOTALL | re.MULTILINE)]
 
 
 def test_the_python_examples_run(text):
@@ -50,7 +50,7 @@ def test_the_python_examples_run(text):
 def test_every_release_file_is_in_the_table(text):
     files = sorted(p.name for p in (ROOT / "releases").glob("*.yaml"))
     assert files
-    rows = set(re.findall(r"^\| `([\w.-]+\.yaml)` \|", text, flags=re.M))
+    rows = set(re.findall(r"^\| `([\w.-]+\.yaml)` \|", text, flags=re.MULTILINE))
     assert rows == set(files)
 
 
@@ -58,7 +58,7 @@ def test_the_two_commands_are_make_targets(text):
     makefile = (ROOT / "Makefile").read_text()
     for target in ("demo", "test"):
         assert f"make {target}" in text
-        assert re.search(rf"^{target}:", makefile, flags=re.M)
+        assert re.search(rf"^{target}:", makefile, flags=re.MULTILINE)
 
 
 def test_links_and_modules_it_names_exist(text):
