@@ -12,6 +12,7 @@ this environment is such a .pth file): the test checks that before installing.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -40,6 +41,15 @@ def fresh_venv(tmp_path_factory) -> Path:
     return venv
 
 
+def _can_build_offline() -> bool:
+    """setuptools builds the editable wheel itself from 70.1 on; before, it needs `wheel`."""
+    installed = {d.metadata["Name"].lower(): d.version for d in importlib.metadata.distributions()}
+    if "wheel" in installed:
+        return True
+    major, minor = (int(part) for part in installed.get("setuptools", "0.0").split(".")[:2])
+    return (major, minor) >= (70, 1)
+
+
 def _env() -> dict:
     """The environment without PYTHONPATH (conftest sets it for subprocesses)."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -66,6 +76,9 @@ def test_pip_install_e_gives_the_packages_and_the_console_script(fresh_venv, tmp
         "the fresh virtualenv imports the project before it is installed: "
         f"{before.stdout}{before.stderr}")
 
+    assert _can_build_offline(), (
+        f"{sys.executable}'s setuptools cannot build a wheel: make venv installs the "
+        "pinned setuptools that can (this environment predates it)")
     started = time.monotonic()
     install = _run([python, "-m", "pip", "install", "--quiet", "--no-deps",
                     "--no-build-isolation", "--no-index", "-e", ROOT], cwd=elsewhere)
