@@ -60,9 +60,13 @@ def test_no_release_beats_the_bounds(sets, n_clusters, seed):
         return
     rec = encode(df)
     labels = labels_of(rec, clusters)
-    real = result.metrics["real_ratio"]
+    m = result.metrics
+    real = m["real_ratio"]
     assert any_profile_bound(rec.support(), labels) <= real + 1e-9
     assert profile_relaxation(rec.matrix, labels).ratio <= real + 1e-6
+    assert m["ratio_bound_profiles"] == pytest.approx(profile_relaxation(rec.matrix, labels).ratio)
+    assert m["ratio_bound_any_profile"] <= m["ratio_bound_profiles"] + 1e-6
+    assert m["ratio_bound_profiles"] <= m["ratio_bound_profiles_duplicated"] + 1e-6
     if result.metrics["real_patients_without_dummy"] == 0:
         assert profile_relaxation(rec.matrix, labels, duplicates=True).ratio <= real + 1e-6
 
