@@ -16,9 +16,10 @@ needs):
   cluster (3.2, the model of ``generate``): the linear relaxation of
   ``min sum_p |p| x_p  s.t.  sum_p k_pj x_p >= L_j, 0 <= x_p <= sets of p``
   over the real size profiles ``p`` (``profiles.py``).  With
-  ``duplicates=True`` also ``x_p >= `` the real patients of ``p`` (as far
-  as ``p`` has unused sets): the end of 3.2 asks that every real patient
-  be duplicated.
+  ``duplicates=True`` also ``x_p >= min(real patients of p, unused sets
+  of p)``: every real patient duplicated wherever the pigeonhole allows, as
+  the end of 3.2 asks (a bound for releases that do so, as ``generate``'s
+  do when it can).
 
 The LP is solved by HiGHS; its optimum is exact up to the solver's
 feasibility tolerance (1e-7 relative), far below the figures' precision.
