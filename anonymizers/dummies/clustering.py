@@ -16,6 +16,8 @@ Three steps, as in the report:
    go first, nearest in frequency to the receiving cluster's range first
    (to keep its flattening cheap); a correlated group moves whole when the
    donor can spare it, and is split only when nothing else can move.
+4. Optionally (``merge_overflowing``, section 4's future work), clusters
+   whose filling overflows each other are merged (``merge.py``).
 
 With fewer than ``A`` codes in all, the anonymity set cannot be met: every
 code goes into one cluster and ``metrics["anonymity_set_met"]`` is False.
@@ -28,6 +30,7 @@ import numpy as np
 from anonymizers.dummies.config import ClusterConfig
 from anonymizers.dummies.inputs import encode_input
 from anonymizers.dummies.jaccard import correlated_groups
+from anonymizers.dummies.merge import merge_overflowing
 from anonymizers.dummies.results import ClusterResult
 
 
@@ -42,6 +45,10 @@ def cluster_codes(df, config: ClusterConfig) -> ClusterResult:
     unit_mean = np.bincount(groups, weights=freq) / np.bincount(groups)
     labels = ward_1d(unit_mean[groups], n_eff)
     labels, moved, split = enforce_min_anonymity(labels, groups, freq, a)
+    before = theoretical_ratio(labels, freq)
+    merged = 0
+    if config.merge_overflowing:
+        labels, merged = merge_overflowing(records.matrix, labels)
     clusters = _ordered_clusters(labels, freq, records.codes)
     sizes = [len(c) for c in clusters]
     multi = [np.flatnonzero(groups == g) for g in np.flatnonzero(np.bincount(groups) > 1)]
@@ -52,6 +59,7 @@ def cluster_codes(df, config: ClusterConfig) -> ClusterResult:
         "smallest_cluster": min(sizes), "anonymity_set_met": min(sizes) >= a,
         "correlated_groups": len(multi), "codes_in_correlated_groups": int(sum(map(len, multi))),
         "codes_moved_for_anonymity_set": moved, "correlated_groups_split": split,
+        "clusters_merged_section4": merged, "theoretical_ratio_before_merging": before,
         "theoretical_ratio": theoretical_ratio(labels, freq),
     }
     groups_out = sorted(sorted(records.codes[g].tolist()) for g in multi)

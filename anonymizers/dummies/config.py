@@ -26,6 +26,9 @@ class ClusterConfig:
         How many frequency clusters to form (Fig. 7 uses 2 and 3).  It is lowered
         to ``n_codes // A`` when more clusters could not all hold ``A`` codes.
         ``None`` asks for that maximum, the most clusters the anonymity set allows.
+        The report's runs use 2-3 (Fig. 7); on skewed data the maximum can be
+        the costliest choice (demo claims, A = 20: real ratio 9.29 with 100
+        clusters, 2.66 with 5; benchmarks/medco.md).
     distance_threshold : float, default 0.5
         Jaccard distance (1 - Jaccard index over patients) at which the HAC
         dendrogram of section 2 is cut into groups of correlated codes; in
@@ -34,12 +37,18 @@ class ClusterConfig:
     linkage : {'complete', 'average', 'single'}, default 'complete'
         Linkage of the hierarchical agglomerative clustering on Jaccard
         distances (the report does not name one).
+    merge_overflowing : bool, default False
+        Section 4 (future work): merge clusters whose filling would raise
+        one above another's ideal height (``merge.py``).  Off by default: the
+        report only suggests it, and it trades a larger release for larger
+        anonymity sets (on the demo claims the ratio about doubled).
     """
 
     min_anonymity_set: int
     n_clusters: int | None = None
     distance_threshold: float = 0.5
     linkage: str = "complete"
+    merge_overflowing: bool = False
 
     def __post_init__(self):
         _positive_int("min_anonymity_set", self.min_anonymity_set)
@@ -50,6 +59,9 @@ class ClusterConfig:
             raise ParameterError("distance_threshold", "must be a number between 0 and 1 "
                                  f"(a Jaccard distance), got {t!r}")
         object.__setattr__(self, "distance_threshold", float(t))
+        if not isinstance(self.merge_overflowing, bool):
+            raise ParameterError("merge_overflowing",
+                                 f"must be true or false, got {self.merge_overflowing!r}")
         if self.linkage not in LINKAGES:
             raise ParameterError("linkage",
                                  f"must be one of {list(LINKAGES)}, got {self.linkage!r}")

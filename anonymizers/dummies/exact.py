@@ -30,6 +30,7 @@ from anonymizers.dummies import solver
 from anonymizers.dummies.arrays import member
 
 LIMIT = 20_000  # listed sets, over all profiles, up to which the exact program is used
+RESCUE_LIMIT = 20_000  # the same, when the plan route stalled (``generate``)
 
 
 @dataclass(frozen=True)

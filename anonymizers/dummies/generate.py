@@ -29,8 +29,11 @@ form of the Gale-Ryser rows and without requiring duplicates, no release
 exists (in the model above): ``NoReleaseError``, an ``InputError``.  Should a
 later plan become infeasible after profiles were closed, the exact program
 is tried from the current state with every set of the small profiles and
-random sets of the large ones; only if that fails too,
-``DummyGenerationError('stalled')`` says so -- it is not a proof.
+random sets of the large ones; if that fails too, the exact program is
+solved from the start (no dummy kept) over every set of every profile when
+they number at most ``exact.RESCUE_LIMIT``: it finds a release or proves
+that none exists (``NoReleaseError``).  Only on inputs too large for that,
+``DummyGenerationError('stalled')`` says the plan stalled -- not a proof.
 
 Reading of Fig. 7's "clusters' filling order": with one plan for all
 clusters there is no order; the option is gone.  Deviation kept from
@@ -49,6 +52,7 @@ import pandas as pd
 
 from anonymizers.dummies import exact
 from anonymizers.dummies.batch import Batch, from_slots, set_hashes
+from anonymizers.dummies.bounds import any_profile_bound, profile_relaxation
 from anonymizers.dummies.config import DummyConfig
 from anonymizers.dummies.inputs import check_clusters, encode_input, widen
 from anonymizers.dummies.plan import ClusterState, plan_profiles
@@ -67,6 +71,9 @@ STAT_KEYS = ("collisions_detected", "repaired_by_reshuffle", "repaired_by_substi
              "ryser_fallbacks", "profiles_closed", "dropped_unrealisable")
 # planned_ratio: the real ratio of the first plan (with plan_optimal, a lower bound on any
 # release whose dummies keep their source's profile and duplicate every real patient)
+# ratio_bound_*: valid lower bounds on the real ratio of any release on these clusters
+# (``bounds.py``): dummies keeping a real profile, every real patient duplicated or not,
+# and dummies free to take their codes anywhere
 
 
 @dataclass
@@ -98,11 +105,19 @@ def generate_dummies(df: pd.DataFrame, clusters, config: DummyConfig) -> DummyRe
     stats = dict.fromkeys(STAT_KEYS, 0) | {"planned_ratio": 1.0, "plan_optimal": True}
     batches: list[Batch] = []
     route, rounds = _exact(ctx, batches), 1
-    if route is not None:
-        stats["planned_ratio"] = 1 + len(batches[0].codes) / records.matrix.nnz
+    if route is None:
+        try:
+            route, rounds = "plan", _planned_rounds(ctx, batches, stats)
+        except DummyGenerationError as exc:
+            if exc.reason != "stalled":
+                raise
+            ctx, batches = _context(records, cluster_codes, config), []
+            if _exact(ctx, batches, exact.RESCUE_LIMIT) is None:
+                raise
+            route = "exact_after_stall"
+    if route != "plan":
+        stats["planned_ratio"] = 1 + (len(batches[0].codes) if batches else 0) / records.matrix.nnz
         stats["plan_optimal"] = True
-    else:
-        route, rounds = "plan", _planned_rounds(ctx, batches, stats)
     metrics = _metrics(ctx, _concat(batches), route, rounds, stats)
     released, dummy_map = assemble(records, _concat(batches),
                                    generator(config.pseudonym_key, config.seed, ctx.rng))
@@ -129,10 +144,11 @@ def _context(records: Records, cluster_codes: list[np.ndarray], config: DummyCon
                     np.zeros(records.n_records, dtype=bool))
 
 
-def _exact(ctx: _Context, batches: list) -> str | None:
-    """Solve small inputs exactly (``exact.py``); None when the input is too large."""
+def _exact(ctx: _Context, batches: list, limit: int | None = None) -> str | None:
+    """Solve small inputs exactly (``exact.py``, at most ``limit`` listed sets);
+    None when the input is too large or the solver is out of time."""
     cap = ctx.profiles.possible - ctx.used
-    cand = exact.candidates(ctx.profiles, ctx.first, cap, ctx.keys, ctx.existing)
+    cand = exact.candidates(ctx.profiles, ctx.first, cap, ctx.keys, ctx.existing, limit)
     if cand is None:
         return None
     lo = np.minimum(_undup_per_profile(ctx), cap)
@@ -344,4 +360,8 @@ def _metrics(ctx: _Context, dummies: Batch, route: str, rounds: int, stats: dict
         "real_patients_without_dummy": int((~ctx.duplicated).sum()),
         "route": route, "water_filling_rounds": rounds, "cluster_levels": levels,
         "flat": all(hi - lo <= 1 for lo, hi in levels), **stats,
+        "ratio_bound_profiles": profile_relaxation(real.matrix, ctx.cluster_of).ratio,
+        "ratio_bound_profiles_duplicated": profile_relaxation(real.matrix, ctx.cluster_of,
+                                                              duplicates=True).ratio,
+        "ratio_bound_any_profile": any_profile_bound(support, ctx.cluster_of),
     }

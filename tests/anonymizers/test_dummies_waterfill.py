@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anonymizers.dummies import DummyConfig, NoReleaseError, exact, generate_dummies
+from anonymizers.dummies import (DummyConfig, DummyGenerationError, NoReleaseError, exact,
+                                 generate_dummies)
 from anonymizers.dummies.batch import Batch
 from anonymizers.dummies.waterfill import (dedupe_by_swaps, deficits, fill_slots, repeated_slots,
                                            ryser)
@@ -228,6 +229,24 @@ def test_an_input_without_release_is_refused(monkeypatch, limit):
     with pytest.raises(NoReleaseError, match="no release exists") as err:
         generate_dummies(df, [["a", "b"]], DummyConfig(seed=0))
     assert isinstance(err.value, InputError) and "\n" not in str(err.value)
+
+
+def test_a_stalled_plan_falls_back_to_the_exact_program(monkeypatch):
+    # On this input the plan route (forced) closes the profiles it needs and
+    # stalls; a release exists, and the exact program from the start finds it
+    # instead of DummyGenerationError('stalled').
+    monkeypatch.setattr(exact, "LIMIT", 0)
+    sets = [{"c1", "c2", "c3", "c4"}, {"c4", "c1", "c0"}, {"c4"}, {"c1", "c3", "c4", "c0"},
+            {"c4", "c2", "c3", "c0"}, {"c2", "c3", "c0"}, {"c1", "c3", "c4", "c0"},
+            {"c1", "c4", "c0"}, {"c1", "c3", "c0"}]
+    df, clusters = long(sets), [["c0", "c1", "c2", "c3", "c4"]]
+    result = generate_dummies(df, clusters, DummyConfig(seed=115))
+    assert result.metrics["route"] == "exact_after_stall"
+    assert verify_dummies(df, result.released, result.dummy_map, clusters).ok
+    monkeypatch.setattr(exact, "RESCUE_LIMIT", 0)  # too large to list: the plan's own error
+    with pytest.raises(DummyGenerationError) as err:
+        generate_dummies(df, clusters, DummyConfig(seed=115))
+    assert err.value.reason == "stalled"
 
 
 def test_cluster_codes_absent_from_the_data_are_filled_from_zero():

@@ -21,3 +21,6 @@ def test_bench_medco_small(datasets_dir, tmp_path, monkeypatch):
     assert run["verdict_ok"], run["violations"]
     assert run["clusters_verdict_ok"] and run["n_dummies"] > 0
     assert run["real_ratio"] >= run["planned_ratio"] - 1e-3
+    assert run["real_ratio"] >= run["ratio_bound_profiles"] - 1e-3
+    assert run["ratio_bound_profiles_duplicated"] >= run["ratio_bound_profiles"] - 1e-3
+    assert run["ratio_bound_profiles"] >= run["ratio_bound_any_profile"] - 1e-3
