@@ -24,11 +24,15 @@ def add_arguments(parser) -> None:
                         help="Jaccard distance cutting the HAC dendrogram (default 0.5)")
     parser.add_argument("--linkage", choices=LINKAGES, default="complete",
                         help="HAC linkage (default complete)")
+    parser.add_argument("--merge-overflowing", action="store_true",
+                        help="merge clusters whose filling overflows each other "
+                             "(section 4's future work; off by default)")
 
 
 def run(args) -> int:
     config = ClusterConfig(min_anonymity_set=args.min_anonymity_set, n_clusters=args.n_clusters,
-                           distance_threshold=args.distance_threshold, linkage=args.linkage)
+                           distance_threshold=args.distance_threshold, linkage=args.linkage,
+                           merge_overflowing=args.merge_overflowing)
     df = read_table(args.input, ["patient_id", "code"])
     result = cluster_codes(df, config)
     write_json({"clusters": result.clusters}, args.output)

@@ -91,3 +91,19 @@ def test_input_without_release_exits_2_with_one_line(tmp_path, capsys):
     err = captured.err.strip()
     assert err.startswith("error: ") and "no release exists" in err and "\n" not in err
     assert captured.out == "" and not out.exists() and not dmap.exists()
+
+
+def test_cluster_codes_merge_overflowing_flag(tmp_path, patients, capsys):
+    """--merge-overflowing reaches the clustering: without it nothing is merged;
+    with it the section-4 merges happen and every cluster still holds A codes."""
+    runs = {}
+    for flag in ([], ["--merge-overflowing"]):
+        clusters = tmp_path / f"clusters{len(flag)}.json"
+        assert main(["cluster-codes", "--min-anonymity-set", "2", *flag,
+                     "--input", str(patients), "--output", str(clusters)]) == 0
+        runs[bool(flag)] = (json.loads(capsys.readouterr().out), json.loads(clusters.read_text()))
+    assert runs[False][0]["clusters_merged_section4"] == 0
+    metrics, data = runs[True]
+    assert metrics["clusters_merged_section4"] > 0
+    assert metrics["n_clusters"] == len(data["clusters"]) < runs[False][0]["n_clusters"]
+    assert min(map(len, data["clusters"])) >= 2
