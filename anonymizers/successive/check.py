@@ -30,9 +30,11 @@ verifier reads it (anonymizers/verify/):
   subrecord to any record);
 - UGACLIP: q's released record holds the item of every unsuppressed code of
   S (suppressed codes match nothing and are dropped, as the verifier does);
-- LDA: q's released trajectory has distinct pairs generalizing each
-  (code, age) of S (code equal, an ICD-9 ancestor, or ``*``; age interval
-  holding the age, or ``*``).
+- LDA: its adversary knows the target's whole trajectory (LDA's k-anonymity
+  is of the (ICD, Age) sequence) rather than m atoms, so S is p's trajectory
+  at each release, and q's released trajectory must generalize, pair by pair
+  and in order, some of those pairs (code equal, an ICD-9 ancestor, or
+  ``*``; age interval holding the age, or ``*``; a pair may be suppressed).
 
 GCCens (k-map against a population, Tamersoy 2011, III.5): a patient linked
 across releases is known to hold, of each code, the largest count any of its
@@ -56,14 +58,15 @@ ugaclip         ``release``: the JSON dict (``items``, ``suppressed``); its
                 from ``truth``: ``patient_id, code``
 lda             ``release``: the JSON dict (``records``: ``patient_id``
                 pseudonym, ``trajectory`` [[code, age], ...]); ``map``:
-                ``pseudonym, patient_id``; ``truth``: ``patient_id, code, age``
+                ``pseudonym, patient_id``; ``truth``: ``patient_id, code,
+                age[, service_date]``
 gccens          ``release``: the JSON dict (``records``: ``patient_id``
                 pseudonym, ``codes`` {code: count}); ``key``: ``patient_id``
                 (pseudonym), ``original_id``; ``population`` (on ``new``
                 only): ``patient_id, code[, count]``
 ==============  ==============================================================
 
-``params``: ``k`` (all), ``m`` (disassociation; LDA; UGACLIP when no
+``params``: ``k`` (all), ``m`` (disassociation; UGACLIP when no
 ``constraints``), ``constraints`` (UGACLIP: the privacy policy's code lists,
 or the policy dict).  A release of the history without a patient it is
 checked against is simply a release the patient is not in.
@@ -79,7 +82,8 @@ import pandas as pd
 
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.hierarchy import icd9cm
-from anonymizers.verify.longitudinal import _binary_age_cover, _CodeCover
+from anonymizers.verify.longitudinal import _binary_age_cover, _CodeCover, _in_order
+from anonymizers.verify.longitudinal import _originals as _lda_originals
 from anonymizers.verify.verdict import Verdict
 
 SET_PROPERTY = "k-anonymity of {method} composed over {n} releases (linking adversary, m={m})"
@@ -123,7 +127,7 @@ def _breaches(method, history, new, params):
         return _check_kmap(releases, k)
     views = [_VIEWS[method](r, params) for r in releases]
     constraints = _constraints(params) if method == "ugaclip" else None
-    m = None if constraints is not None else _int(params, "m")
+    m = None if constraints is not None or method == "lda" else _int(params, "m")
     return _check_sets(views, k, m, constraints)
 
 
@@ -172,18 +176,22 @@ def _check_sets(views, k: int, m: int | None, constraints) -> tuple[list, int]:
                 hosted &= views[r].hosts(s)
             n = int(hosted.sum())
             if n < k:
-                bad.append((sig, tuple(sorted(map(str, s))), n))
+                shown = (f"a whole trajectory of {len(views[sig[-1]].atoms[s])} pairs",) \
+                    if isinstance(s, str) else tuple(sorted(map(str, s)))
+                bad.append((sig, shown, n))
     return bad, checked
 
 
 def _sets_of_class(views, sig, patients, m, constraints) -> dict:
-    """Each set to check for the class (atoms every member holds throughout)
-    -> how many members hold it.  Candidates only shrink as a set grows, so
+    """Each set to check for the class (atoms every member holds throughout;
+    for LDA each member itself) -> how many members hold it.  Candidates only shrink as a set grows, so
     sets of exactly m atoms (the whole record when shorter) suffice."""
     out: dict = {}
     for p in patients:
         held = frozenset.intersection(*(views[r].atoms[p] for r in sig))
-        if constraints is not None:
+        if getattr(views[sig[0]], "whole_record", False):
+            sets = [p]  # the view reads each release's own record of p
+        elif constraints is not None:
             sets = [c for c in constraints if c <= held]
         else:
             sets = [frozenset(s) for s in combinations(sorted(held), min(m, len(held)))]
@@ -298,27 +306,24 @@ class _UGACLIP:
 
 
 class _LDA:
-    """Released trajectories by source patient; pair covers of (code, age)."""
+    """LDA's adversary knows its target's whole trajectory (k-anonymity of the
+    (ICD, Age) sequence, Tamersoy 2011, IV.2) and a pair may have been
+    suppressed: a record is a candidate when its released trajectory
+    generalizes, in order, pairs of the target's trajectory at that release
+    (the single-release verifier's reading, whose matcher is reused)."""
+
+    whole_record = True
 
     def __init__(self, r: Mapping, params):
-        doc = r["release"]
-        self.atoms = _atoms_by_patient(r["truth"], ["code", "age"])
         owner = dict(zip(r["map"]["pseudonym"].astype(str), r["map"]["patient_id"].astype(str)))
         self.trajectory = {owner[str(rec["patient_id"])]: tuple((str(c), str(a)) for c, a in
                                                                 rec["trajectory"])
-                           for rec in doc["records"]}
+                           for rec in r["release"]["records"]}
+        truth = r["truth"].assign(patient_id=r["truth"]["patient_id"].astype(str))
+        self.original = _lda_originals(truth)
+        self.atoms = {p: frozenset(pairs) for p, pairs in self.original.items()}
         self._code_covers = _CodeCover(icd9cm())
         self._cache: dict = {}
-
-    def _fits(self, traj: tuple, s: tuple) -> bool:
-        """Distinct pairs of ``traj`` covering each atom of ``s`` (backtracking)."""
-        options = [[j for j, (g, a) in enumerate(traj)
-                    if self._code_covers(g, c) and _binary_age_cover(a, age)] for c, age in s]
-
-        def place(i: int, used: frozenset) -> bool:
-            return i == len(options) or any(place(i + 1, used | {j})
-                                            for j in options[i] if j not in used)
-        return place(0, frozenset())
 
     def bind(self, index: dict, n: int) -> None:
         self.n = n
@@ -327,15 +332,15 @@ class _LDA:
             by_traj.setdefault(traj, []).append(_number(index, p, "map"))
         self.groups = [(t, np.array(v, dtype=np.int64)) for t, v in by_traj.items()]
 
-    def hosts(self, s: frozenset) -> np.ndarray:
-        if s not in self._cache:
-            atoms = tuple(sorted(s))
+    def hosts(self, target: str) -> np.ndarray:
+        if target not in self._cache:
             out = np.zeros(self.n, dtype=bool)
             for traj, members in self.groups:
-                if self._fits(traj, atoms):
+                if _in_order(traj, self.original[target], self._code_covers,
+                             _binary_age_cover):
                     out[members] = True
-            self._cache[s] = out
-        return self._cache[s]
+            self._cache[target] = out
+        return self._cache[target]
 
 
 _VIEWS = {"disassociation": _Disassociation, "ugaclip": _UGACLIP, "lda": _LDA}

@@ -83,7 +83,7 @@ class ReleaseView:
 
 
 def intersection_attack(views: Sequence[ReleaseView], k: int, m: int | None,
-                        sets_of: Callable[[frozenset], list] | None = None) -> dict:
+                        sets_of: Callable[[frozenset, str], list] | None = None) -> dict:
     """The linking adversary against every patient of the last release (and
     every patient who left: its departure is visible once records are linked).
 
@@ -91,6 +91,9 @@ def intersection_attack(views: Sequence[ReleaseView], k: int, m: int | None,
     ``m`` atoms of A (or ``sets_of(A)``) is tried; its candidates are the
     patients with the target's presence pattern found by ``candidates(S)`` in
     each of those releases.  Reports the breaches (fewer than k candidates).
+    ``sets_of(A, target)`` may name other knowledge (LDA's adversary knows
+    the whole trajectory: it returns the target, whose trajectory each
+    release's view reads); a breach then shows only its size, never an id.
     """
     pattern: dict[str, tuple] = {}
     for r, v in enumerate(views):
@@ -104,7 +107,7 @@ def intersection_attack(views: Sequence[ReleaseView], k: int, m: int | None,
     targets = exposed = 0
     for p, sig in pattern.items():
         held = frozenset.intersection(*(views[r].atoms[p] for r in sig))
-        tried = sets_of(held) if sets_of else _m_sets(held, m)
+        tried = sets_of(held, p) if sets_of else _m_sets(held, m)
         targets += 1
         hit = False
         for s in tried:
@@ -116,8 +119,10 @@ def intersection_attack(views: Sequence[ReleaseView], k: int, m: int | None,
                 memo[key] = len(found)
             if memo[key] < k:
                 hit = True
+                shown = sorted(map(str, s)) if isinstance(s, frozenset) else \
+                    [f"a whole trajectory of {len(held)} pairs"]
                 b = breaches.setdefault(key, {"releases": [r + 1 for r in sig],
-                                              "atoms": sorted(map(str, s)),
+                                              "atoms": shown,
                                               "candidates": memo[key], "targets": 0})
                 b["targets"] += 1
         exposed += hit
@@ -147,14 +152,29 @@ def pseudonym_links(pseudonyms: Sequence[Mapping[str, str]]) -> dict:
             "link_precision": (same / len(shared_names)) if shared_names else None}
 
 
-def random_pool(n_patients: int, n_codes: int, seed: int, max_codes: int = 5) -> pd.DataFrame:
+def random_pool(n_patients: int, n_codes: int, seed: int, max_codes: int = 5,
+                ages: bool = False) -> pd.DataFrame:
     """A generated pool of set-valued records (``patient_id, code``): 1 to
     ``max_codes`` codes per patient, drawn with Zipf-like weights so that some
-    codes are common and many rare, as in claims."""
+    codes are common and many rare, as in claims.  Codes are the first
+    ``n_codes`` 3-digit ICD-9-CM categories (so hierarchies place them); with
+    ``ages`` every row also gets an ``age`` (20..79, one per patient plus
+    0..4 years per row), as LDA reads."""
     rng = np.random.default_rng(seed)
+    vocabulary = _icd9_categories()[:n_codes]
     weights = 1.0 / np.arange(1, n_codes + 1)
     weights /= weights.sum()
     sizes = rng.integers(1, max_codes + 1, n_patients)
-    rows = [(f"p{p:05d}", f"c{c:03d}") for p, size in enumerate(sizes)
-            for c in rng.choice(n_codes, min(size, n_codes), replace=False, p=weights)]
-    return pd.DataFrame(rows, columns=["patient_id", "code"])
+    rows = [(f"p{p:05d}", vocabulary[c]) for p, size in enumerate(sizes)
+            for c in rng.choice(len(vocabulary), min(size, len(vocabulary)), replace=False,
+                                p=weights[:len(vocabulary)] / weights[:len(vocabulary)].sum())]
+    pool = pd.DataFrame(rows, columns=["patient_id", "code"])
+    if ages:
+        base = dict(zip(pd.unique(pool["patient_id"]), rng.integers(20, 80, n_patients)))
+        pool["age"] = pool["patient_id"].map(base) + rng.integers(0, 5, len(pool))
+    return pool
+
+
+def _icd9_categories() -> list[str]:
+    from anonymizers.hierarchy import icd9cm
+    return sorted(c for c in icd9cm().parent if len(c) == 3 and c.isdigit())
