@@ -221,47 +221,52 @@ def _atoms_by_patient(truth: pd.DataFrame, cols: list[str]) -> dict:
 
 
 class _Disassociation:
-    """Cluster-level hosting of a set of codes in a disassociated release."""
+    """Cluster-level hosting of a set of codes in a disassociated release.
+
+    Each chunk is held as code -> bitmask of the subrecords holding it (bit i
+    for subrecord i): codes lie together in some subrecord when the AND of
+    their masks is not zero; an item chunk's codes need no such check."""
 
     def __init__(self, r: Mapping, params):
         doc = r["release"]
         self.atoms = _atoms_by_patient(r["truth"], ["code"])
         mem = r["membership"]
         self.cluster_of = dict(zip(mem["patient_id"].astype(str), mem["cluster"].astype(int)))
-        self.chunks: list[list[tuple[frozenset, list[frozenset]]]] = []
-        self.offers: list[set] = []
-        for c in doc["clusters"]:
-            chunks = [(frozenset(map(str, ch["codes"])), [frozenset(map(str, s))
-                                                         for s in ch["subrecords"]])
-                      for ch in c["record_chunks"]]
-            self.chunks.append(chunks)
-            self.offers.append(set().union(*(d for d, _ in chunks), map(str, c["item_chunk"])))
+        n = len(doc["clusters"])
+        # per cluster: code -> [(chunk number, mask)]; chunk numbers are global
+        self.masks: list[dict[str, list[tuple[int, int]]]] = [{} for _ in range(n)]
+        chunk = 0
+        for ci, c in enumerate(doc["clusters"]):
+            for ch in c["record_chunks"]:
+                _add_chunk(self.masks[ci], chunk, ch["codes"], ch["subrecords"])
+                chunk += 1
+            for code in c["item_chunk"]:
+                self.masks[ci].setdefault(str(code), []).append((-1, 0))
         for sh in doc.get("shared_chunks", []):
-            chunk = (frozenset(map(str, sh["codes"])),
-                     [frozenset(map(str, s)) for s in sh["subrecords"]])
             for ci in sh["clusters"]:
-                self.chunks[ci].append(chunk)
-                self.offers[ci] |= chunk[0]
+                _add_chunk(self.masks[ci], chunk, sh["codes"], sh["subrecords"])
+            chunk += 1
         self._cache: dict = {}
 
     def bind(self, index: dict, n: int) -> None:
         """Global patient numbering: the members of each cluster as indices."""
         self.n = n
-        self.members = [[] for _ in self.chunks]
+        members: list[list[int]] = [[] for _ in self.masks]
         for p, ci in self.cluster_of.items():
-            self.members[ci].append(_number(index, p, "membership"))
-        self.members = [np.array(m, dtype=np.int64) for m in self.members]
+            members[ci].append(_number(index, p, "membership"))
+        self.members = [np.array(m, dtype=np.int64) for m in members]
         self.offering: dict[str, set] = {}
-        for ci, codes in enumerate(self.offers):
+        for ci, codes in enumerate(self.masks):
             for c in codes:
                 self.offering.setdefault(c, set()).add(ci)
 
     def _cluster_hosts(self, ci: int, s: frozenset) -> bool:
-        for domain, subrecords in self.chunks[ci]:
-            part = s & domain
-            if part and not any(part <= sub for sub in subrecords):
-                return False
-        return True
+        together: dict[int, int] = {}
+        for c in s:
+            for chunk, mask in self.masks[ci][c]:
+                if chunk >= 0:
+                    together[chunk] = together.get(chunk, mask) & mask
+        return all(together.values())
 
     def hosts(self, s: frozenset) -> np.ndarray:
         if s not in self._cache:
@@ -272,6 +277,15 @@ class _Disassociation:
                     out[self.members[ci]] = True
             self._cache[s] = out
         return self._cache[s]
+
+
+def _add_chunk(masks: dict, chunk: int, codes, subrecords) -> None:
+    bits = {str(c): 0 for c in codes}
+    for i, sub in enumerate(subrecords):
+        for c in sub:
+            bits[str(c)] |= 1 << i
+    for c, mask in bits.items():
+        masks.setdefault(c, []).append((chunk, mask))
 
 
 class _UGACLIP:
