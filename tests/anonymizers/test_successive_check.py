@@ -40,6 +40,13 @@ def history(pool: pd.DataFrame, n: int, churn: int, runs: int, seed: int) -> lis
     return out
 
 
+def disassociation_case(case):
+    seed, k, m, churn, runs = case
+    pool = random_pool(200, 15, seed=seed, max_codes=4)
+    return k, m, churn, history(pool, 40, churn, runs, seed), \
+        DisassociationConfig(k=k, m=m, seed=seed)
+
+
 cases = st.tuples(st.integers(0, 10_000), st.integers(2, 4), st.integers(1, 2),
                   st.integers(0, 12), st.integers(2, 3))
 
@@ -47,10 +54,7 @@ cases = st.tuples(st.integers(0, 10_000), st.integers(2, 4), st.integers(1, 2),
 @SETTINGS
 @given(cases)
 def test_disassociation_check_reports_every_attack_breach(case):
-    seed, k, m, churn, runs = case
-    pool = random_pool(200, 15, seed=seed, max_codes=4)
-    truths = history(pool, 40, churn, runs, seed)
-    config = DisassociationConfig(k=k, m=m, seed=seed)
+    k, m, churn, truths, config = disassociation_case(case)
     plain = [dis.release(t, config) for t in truths]
     found = {(tuple(r + 1 for r in sig), atoms) for sig, atoms, _ in
              breaches("disassociation", [p.tables() for p in plain[:-1]], plain[-1].tables(),
@@ -65,10 +69,7 @@ def test_disassociation_check_reports_every_attack_breach(case):
 @SETTINGS
 @given(cases)
 def test_stable_clusters_pass_the_check_over_any_history(case):
-    seed, k, m, churn, runs = case
-    pool = random_pool(200, 15, seed=seed, max_codes=4)
-    truths = history(pool, 40, churn, runs, seed)
-    config = DisassociationConfig(k=k, m=m, seed=seed)
+    k, m, _, truths, config = disassociation_case(case)
     published = [dis.release(truths[0], config)]
     for t in truths[1:]:
         published.append(dis.release_stable(t, config, published[-1]))
