@@ -66,9 +66,11 @@ def judged(method, history, new, params) -> dict:
 
 def attacked(fn) -> dict:
     report, seconds = timed(fn)
+    extra = {key: report[key] for key in ("records_fitting_several_clusters", "pseudonym_links")
+             if key in report}
     return {"attack_targets": report["targets"],
             "attack_targets_breached": report["targets_breached"],
-            "attack_seconds": seconds}
+            "attack_seconds": seconds, **extra}
 
 
 def disassociation_case(cohorts) -> dict:
