@@ -120,3 +120,12 @@ def test_a_single_release_is_judged_by_its_own_guarantee():
     pool = random_pool(60, 8, seed=2)
     release = dis.release(pool, DisassociationConfig(k=3, m=2, seed=2))
     assert check("disassociation", [], release.tables(), {"k": 3, "m": 2}).ok
+
+
+def test_registry_imports_attacks_on_use():
+    from anonymizers.successive.registry import ATTACKS, attack_for
+    assert attack_for("disassociation") is dis.attack
+    assert attack_for("ugaclip") is kanon.attack_ugaclip
+    assert ATTACKS["medco"] == "anonymizers.successive.medco:attack"
+    with pytest.raises(ParameterError):
+        attack_for("hhp")
