@@ -184,8 +184,10 @@ def _check_sets(views, k: int, m: int | None, constraints) -> tuple[list, int]:
 
 def _sets_of_class(views, sig, patients, m, constraints) -> dict:
     """Each set to check for the class (atoms every member holds throughout;
-    for LDA each member itself) -> how many members hold it.  Candidates only shrink as a set grows, so
-    sets of exactly m atoms (the whole record when shorter) suffice."""
+    for LDA each member itself) -> how many members hold it.  Candidates only
+    shrink as a set grows, so sets of exactly m atoms (the whole record when
+    shorter) suffice.  A member holding nothing throughout is checked with
+    the empty set: its presence pattern alone must leave k candidates."""
     out: dict = {}
     for p in patients:
         held = frozenset.intersection(*(views[r].atoms[p] for r in sig))
@@ -269,6 +271,8 @@ class _Disassociation:
         return all(together.values())
 
     def hosts(self, s: frozenset) -> np.ndarray:
+        if not s:
+            return np.ones(self.n, dtype=bool)
         if s not in self._cache:
             offer = set.intersection(*(self.offering.get(c, set()) for c in s))
             out = np.zeros(self.n, dtype=bool)

@@ -129,3 +129,16 @@ def test_registry_imports_attacks_on_use():
     assert ATTACKS["medco"] == "anonymizers.successive.medco:attack"
     with pytest.raises(ParameterError):
         attack_for("hhp")
+
+
+def test_a_patient_holding_nothing_throughout_is_judged_by_its_presence():
+    """Four patients whose codes all changed between the runs hold nothing
+    throughout: the empty set is checked, and their presence pattern leaves
+    4 candidates, enough for k = 2, not for k = 5."""
+    first = pd.DataFrame({"patient_id": ["a", "b", "c", "d"], "code": ["401", "401", "250", "250"]})
+    second = pd.DataFrame({"patient_id": ["a", "b", "c", "d"], "code": ["250", "250", "401", "401"]})
+    config = DisassociationConfig(k=2, m=1, seed=1)
+    r1, r2 = dis.release(first, config), dis.release(second, config)
+    assert check("disassociation", [r1.tables()], r2.tables(), {"k": 2, "m": 1}).ok
+    found = breaches("disassociation", [r1.tables()], r2.tables(), {"k": 5, "m": 1})
+    assert ((0, 1), (), 4) in found
