@@ -52,7 +52,9 @@ method          keys of each release mapping
 disassociation  ``release``: the JSON dict the CLI writes; ``membership``:
                 ``patient_id, cluster`` (the cluster index of each record:
                 ``disassociation.batches.plan(...).rows``); ``truth``:
-                ``patient_id, code`` (the input of that release)
+                ``patient_id, code`` (the records the release was made from;
+                ``successive.disassociation.Published.tables()`` gives all
+                three, retained records included)
 ugaclip         ``release``: the JSON dict (``items``, ``suppressed``); its
                 recoding is global, so each patient's released record follows
                 from ``truth``: ``patient_id, code``
