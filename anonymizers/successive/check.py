@@ -366,6 +366,37 @@ class _LDA:
 _VIEWS = {"disassociation": _Disassociation, "ugaclip": _UGACLIP, "lda": _LDA}
 
 
+def _population_by_code(pop: pd.DataFrame) -> dict:
+    """code -> (population record numbers holding it, their counts), and the
+    number of records under the key ``None``; memory grows with the
+    population's rows, not records x codes."""
+    counts = pop["count"].astype(np.int64) if "count" in pop.columns else 1
+    t = pd.DataFrame({"p": pop["patient_id"].astype(str), "c": pop["code"].astype(str),
+                      "n": counts}).groupby(["c", "p"], as_index=False)["n"].sum()
+    number, people = pd.factorize(t["p"])
+    out: dict = {None: len(people)}
+    for c, rows in t.assign(i=number).groupby("c"):
+        out[c] = (rows["i"].to_numpy(), rows["n"].to_numpy())
+    return out
+
+
+def _contained_in(d: dict, holders: dict) -> int:
+    """How many population records hold at least ``d[c]`` copies of each code c
+    (the sets of holders are kept in ``holders`` by (code, copies))."""
+    alive = None
+    for c, need in sorted(d.items(), key=lambda cn: len(holders.get(cn[0], ((),))[0])):
+        if c not in holders:
+            return 0
+        if (c, need) not in holders:
+            records, counts = holders[c]
+            holders[(c, need)] = frozenset(records[counts >= need].tolist())
+        have = holders[(c, need)]
+        alive = have if alive is None else alive & have
+        if not alive:
+            return 0
+    return holders[None] if alive is None else len(alive)
+
+
 # --- GCCens: k-map of the union ----------------------------------------------------
 
 def _check_kmap(releases: list[Mapping], k: int) -> tuple[list, int]:
@@ -378,21 +409,11 @@ def _check_kmap(releases: list[Mapping], k: int) -> tuple[list, int]:
             for c, n in rec["codes"].items():
                 held[str(c)] = max(held.get(str(c), 0), int(n))
     new_owners = set(releases[-1]["key"]["original_id"].astype(str))
-    pop = releases[-1]["population"]
-    counts = pop["count"].astype(np.int64) if "count" in pop.columns else 1
-    tally = pd.DataFrame({"p": pop["patient_id"].astype(str), "c": pop["code"].astype(str),
-                          "n": counts}).groupby(["p", "c"])["n"].sum()
-    table = tally.unstack(fill_value=0)
+    holders = _population_by_code(releases[-1]["population"])
     bad = []
     for p in sorted(new_owners):
         d = union.get(p, {})
-        if any(c not in table.columns for c in d):
-            dis = 0
-        else:
-            ok = np.ones(len(table), dtype=bool)
-            for c, n in d.items():
-                ok &= table[c].to_numpy() >= n
-            dis = int(ok.sum())
+        dis = _contained_in(d, holders)
         if dis < k:
             bad.append(((), tuple(sorted(f"{c}x{n}" for c, n in d.items())), dis))
     return bad, len(new_owners)
