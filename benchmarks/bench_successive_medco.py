@@ -97,6 +97,7 @@ def measure(path: Path = SOURCE) -> dict:
         info["attacks"] = {name: rows for name, rows in report["attacks"].items()}
         info["strongest"] = report["strongest"]
         info["strongest_single_release"] = report["strongest_single_release"]
+        info["breached"] = report["breached"]
         figures[label] = info
     on = figures["defence_on"]["seen_before"]
     figures["within_5_points_with_defence"] = abs(on["precision"] - on["base_rate"]) <= 0.05

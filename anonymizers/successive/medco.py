@@ -46,8 +46,10 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binom
 
 SEP = "\x1f"
+TOLERANCE = 0.05  # issue 25: attack precision within 5 points of the base rate
 TRUE = {"true", "1", "yes"}
 SINGLE_RELEASE = ("repeated_in_release", "one_code_off_in_release")
 SUCCESSIVE = ("seen_before", "seen_in_all_before", "seen_after", "one_code_added",
@@ -55,26 +57,53 @@ SUCCESSIVE = ("seen_before", "seen_in_all_before", "seen_after", "one_code_added
 
 
 def attack(releases: list[pd.DataFrame], truth: list[pd.DataFrame] | None,
-           min_codes: int = 3) -> dict:
+           min_codes: int = 3, tolerance: float = TOLERANCE) -> dict:
     """Run every attack on ``releases`` (oldest first) and score it with
     ``truth`` (dummy maps ``pseudonym, is_dummy, ...`` in the same order)
-    when given.  Returns ``{"min_codes", "releases": [...], "attacks": {name:
-    [per target release]}, "strongest": ..., "strongest_single_release": ...}``;
-    "strongest" ranks the comparison attacks only (``SUCCESSIVE``)."""
+    when given.
+
+    Returns ``{"min_codes", "releases": [...], "attacks": {name: [one row per
+    target release]}, "strongest", "strongest_single_release", "breached"}``.
+    A comparison attack's row also scores, under ``beyond_single_release``,
+    the records it guesses that no single-release attack already flags,
+    against the base rate of the unflagged records: what keeping earlier
+    releases adds.  ``breached``: some comparison attack's precision there
+    exceeds that base rate by more than ``tolerance``, significantly
+    (``_breached``); None without the truth, which scoring needs.
+    """
     if len(releases) < 2:
         raise ValueError("a comparison attack needs at least two releases")
     if truth is not None and len(truth) != len(releases):
         raise ValueError("truth must hold one dummy map per release")
     sets = [code_sets(r) for r in releases]
     real = None if truth is None else [is_real(t, s.index) for t, s in zip(truth, sets)]
-    out = {"min_codes": min_codes, "releases": [_describe(s, min_codes, real, i)
-                                                for i, s in enumerate(sets)],
+    attacks = _attacks(sets)
+    flagged = [np.logical_or.reduce([_mask(attacks[n][0](t), sets[t]) for n in SINGLE_RELEASE])
+               for t in range(len(sets))]
+    out = {"min_codes": min_codes, "tolerance": tolerance,
+           "releases": [_describe(s, min_codes, real, i) for i, s in enumerate(sets)],
            "attacks": {}}
-    for name, guess, targets in _attacks(sets):
-        out["attacks"][name] = [_score(t, guess(t), sets[t], min_codes, real) for t in targets]
+    for name, (guess, targets) in attacks.items():
+        known = None if name in SINGLE_RELEASE else flagged
+        out["attacks"][name] = [_score(t, guess(t), sets[t], min_codes, real, known)
+                                for t in targets]
     out["strongest"] = _strongest(out["attacks"], SUCCESSIVE)
     out["strongest_single_release"] = _strongest(out["attacks"], SINGLE_RELEASE)
+    out["breached"] = _breached(out["attacks"], tolerance) if real is not None else None
     return out
+
+
+def _breached(attacks: dict, tolerance: float, alpha: float = 0.05) -> bool:
+    """Whether some comparison attack's precision beyond the single-release
+    attacks exceeds their base rate plus ``tolerance``: a one-sided binomial
+    test of each row at level ``alpha``, Bonferroni-corrected over the rows
+    (one lucky guess out of one is no breach; 1,181 out of 1,181 is)."""
+    rows = [r["beyond_single_release"] for n in SUCCESSIVE for r in attacks[n]]
+    rows = [r for r in rows if r["guessed_real"] > 0 and r["base_rate"] is not None]
+    for r in rows:
+        r["p_value"] = float(binom.sf(r["true_positives"] - 1, r["guessed_real"],
+                                      min(1.0, r["base_rate"] + tolerance)))
+    return any(r["p_value"] < alpha / len(rows) for r in rows)
 
 
 def code_sets(release: pd.DataFrame) -> pd.Series:
@@ -94,7 +123,7 @@ def is_real(dummy_map: pd.DataFrame, pseudonyms: pd.Index) -> pd.Series:
     return truth.reindex(pseudonyms)
 
 
-def _attacks(sets: list[pd.Series]) -> list[tuple[str, Callable, range]]:
+def _attacks(sets: list[pd.Series]) -> dict[str, tuple[Callable, range]]:
     n = len(sets)
     before = [set().union(*(set(s) for s in sets[:t])) for t in range(n)]
     every = [set.intersection(*(set(s) for s in sets[:t])) if t else set() for t in range(n)]
@@ -124,15 +153,15 @@ def _attacks(sets: list[pd.Series]) -> list[tuple[str, Callable, range]]:
         return persisted.reindex(sets[t].index).fillna(False).astype(bool)
 
     later, earlier = range(1, n), range(0, n - 1)
-    return [("seen_before", seen_before, later),
-            ("seen_in_all_before", lambda t: sets[t].isin(every[t]), later),
-            ("seen_after", seen_after, earlier),
-            ("one_code_added", one_added, later),
-            ("repeated_in_release", repeated, range(n)),
-            ("one_code_off_in_release", one_off_here, range(n)),
-            ("seen_before_or_repeated", lambda t: seen_before(t) | repeated(t), later),
-            ("pseudonym_kept", pseudonym_kept, later),
-            ("pseudonym_propagated", propagated, later)]
+    return {"seen_before": (seen_before, later),
+            "seen_in_all_before": (lambda t: sets[t].isin(every[t]), later),
+            "seen_after": (seen_after, earlier),
+            "one_code_added": (one_added, later),
+            "repeated_in_release": (repeated, range(n)),
+            "one_code_off_in_release": (one_off_here, range(n)),
+            "seen_before_or_repeated": (lambda t: seen_before(t) | repeated(t), later),
+            "pseudonym_kept": (pseudonym_kept, later),
+            "pseudonym_propagated": (propagated, later)}
 
 
 def _less_one_in(s: str, earlier: set) -> bool:
@@ -154,19 +183,36 @@ def _describe(s: pd.Series, min_codes: int, real, i: int) -> dict:
     return out
 
 
-def _score(t: int, guess: pd.Series, s: pd.Series, min_codes: int, real) -> dict:
+def _mask(guess: pd.Series, s: pd.Series) -> np.ndarray:
+    return guess.reindex(s.index).fillna(False).to_numpy(dtype=bool)
+
+
+def _score(t: int, guess: pd.Series, s: pd.Series, min_codes: int, real,
+           flagged: list[np.ndarray] | None) -> dict:
     ok = _eligible(s, min_codes)
-    g = guess.reindex(s.index).fillna(False).to_numpy(dtype=bool) & ok
+    g = _mask(guess, s) & ok
     out = {"release": t + 1, "eligible": int(ok.sum()), "guessed_real": int(g.sum())}
     if real is None:
         return out
-    r = real[t].to_numpy(dtype=bool) & ok
-    tp = int((g & r).sum())
-    base = _rate(r.sum(), ok.sum())
+    r = real[t].to_numpy(dtype=bool)
+    out |= _figures(g, r, ok)
+    if flagged is not None:
+        rest = ok & ~flagged[t]
+        out["beyond_single_release"] = {"eligible": int(rest.sum()),
+                                        "guessed_real": int((g & rest).sum()),
+                                        **_figures(g & rest, r, rest)}
+    return out
+
+
+def _figures(g: np.ndarray, r: np.ndarray, ok: np.ndarray) -> dict:
+    """Precision, recall, base rate of the guesses ``g`` among records ``ok``."""
+    tp = int((g & r & ok).sum())
+    base = _rate((r & ok).sum(), ok.sum())
     precision = _rate(tp, g.sum())
-    return out | {"true_positives": tp, "precision": precision, "recall": _rate(tp, r.sum()),
-                  "base_rate": base, "precision_lower_95": wilson_lower(tp, int(g.sum())),
-                  "advantage": None if precision is None else round(precision - base, 4)}
+    return {"true_positives": tp, "precision": precision, "recall": _rate(tp, (r & ok).sum()),
+            "base_rate": base, "precision_lower_95": wilson_lower(tp, int(g.sum())),
+            "advantage": None if precision is None or base is None
+            else round(precision - base, 4)}
 
 
 def _rate(a, b) -> float | None:

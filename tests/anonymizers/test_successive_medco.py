@@ -66,22 +66,29 @@ def with_defence(cohorts, a: int = 8, key: bytes | None = None):
     return out, state
 
 
+def report_of(results) -> dict:
+    return attack([r.released for r in results], [r.dummy_map for r in results])
+
+
 def seen_before(results) -> dict:
-    report = attack([r.released for r in results], [r.dummy_map for r in results])
-    return report["attacks"]["seen_before"][-1]
+    return report_of(results)["attacks"]["seen_before"][-1]
 
 
 def test_attack_wins_without_defence():
     """The harness can fail: runs made alone are told apart by what persisted."""
     for seed in (0, 3):
-        row = seen_before(without_defence(two_cohorts(seed=seed)))
+        report = report_of(without_defence(two_cohorts(seed=seed)))
+        row = report["attacks"]["seen_before"][-1]
         assert row["recall"] > 0.5
         assert row["precision"] - row["base_rate"] > 0.3  # six times the tolerance
+        assert report["breached"] is True
 
 
 def test_defence_brings_attack_to_base_rate():
     results, state = with_defence(two_cohorts())
-    row = seen_before(results)
+    report = report_of(results)
+    row = report["attacks"]["seen_before"][-1]
+    assert report["breached"] is False
     assert row["guessed_real"] > 100
     assert abs(row["precision"] - row["base_rate"]) <= TOLERANCE
     m = results[1].metrics
@@ -157,6 +164,22 @@ def test_carried_dummy_that_repeats_a_newcomer_is_retired():
     assert verify_dummies(second, res2.released, res2.dummy_map, state.clusters).ok
 
 
+def test_breach_needs_significance():
+    """One lucky guess out of one is no breach; many right guesses are."""
+    from anonymizers.successive.medco import _breached
+
+    def rows(tp, g, base):
+        row = {"guessed_real": g, "true_positives": tp, "base_rate": base}
+        return {"seen_before": [{"beyond_single_release": row}]} | {
+            n: [] for n in ("seen_in_all_before", "seen_after", "one_code_added",
+                            "seen_before_or_repeated", "pseudonym_kept",
+                            "pseudonym_propagated")}
+
+    assert not _breached(rows(1, 1, 0.13), 0.05)
+    assert _breached(rows(30, 40, 0.13), 0.05)
+    assert not _breached(rows(70, 400, 0.15), 0.05)  # precision 0.175 < 0.15 + 0.05
+
+
 def test_wilson_lower_bound():
     assert wilson_lower(0, 0) is None
     assert wilson_lower(10, 10) == pytest.approx(0.7225, abs=1e-3)
@@ -168,7 +191,7 @@ def test_attack_without_truth_counts_guesses():
     report = attack([r.released for r in results], None)
     row = report["attacks"]["seen_before"][0]
     assert row["guessed_real"] > 0 and "precision" not in row
-    assert report["strongest"] is None
+    assert report["strongest"] is None and report["breached"] is None
     json.dumps(report)
 
 
@@ -194,10 +217,12 @@ def test_cli_lineage_matches_in_process(tmp_path, capsys):
     off = [run(1, ["--clusters", str(clusters)]), run(2, ["--clusters", str(clusters)])]
     on = [run(1, ["--clusters", str(clusters), "--state", str(tmp_path / "s1")]),
           run(2, ["--previous-state", str(tmp_path / "s1"), "--state", str(tmp_path / "s2")])]
-    row_off = attack([r for r, _ in off], [m for _, m in off])["attacks"]["seen_before"][0]
-    row_on = attack([r for r, _ in on], [m for _, m in on])["attacks"]["seen_before"][0]
-    assert row_off["precision"] - row_off["base_rate"] > 0.5
+    report_off = attack([r for r, _ in off], [m for _, m in off])
+    report_on = attack([r for r, _ in on], [m for _, m in on])
+    row_off, row_on = (r["attacks"]["seen_before"][0] for r in (report_off, report_on))
+    assert row_off["precision"] - row_off["base_rate"] > 0.3 and report_off["breached"]
     assert abs(row_on["precision"] - row_on["base_rate"]) <= TOLERANCE
+    assert report_on["breached"] is False
     assert json.loads((tmp_path / "s2" / "state.json").read_text())["generation"] == 2
 
 
@@ -261,4 +286,5 @@ def test_meps_3000_2700(datasets_dir):
     off, on = figures["defence_off"]["seen_before"], figures["defence_on"]["seen_before"]
     assert off["precision"] > 0.95 and off["recall"] > 0.85
     assert abs(on["precision"] - on["base_rate"]) <= TOLERANCE
+    assert figures["defence_off"]["breached"] and figures["defence_on"]["breached"] is False
     assert figures["defence_on"]["verdicts_ok"] and figures["defence_off"]["verdicts_ok"]
