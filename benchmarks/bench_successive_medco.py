@@ -4,8 +4,12 @@ persisting dummies (issue 25; ``anonymizers.dummies.persist``).
 ``python -m benchmarks.bench_successive_medco`` from the repository root.
 Issue 25's cohorts: release 1 of 3,000 MEPS persons drawn at random (seed
 2005); release 2 of 3,000, of whom 2,700 are in release 1 (300 leave, 300
-arrive).  Codes: ICD9CODX per DUPERSID, as ``bench_medco``.  Clusters at
-minimum anonymity set 200 with 2 clusters (``bench_medco``'s meps_a200_k2).
+arrive); the must-show figures are on this pair.  A third release (2,700
+of release 2's persons and 300 new) is attacked with all three, and a
+lineage of 8 runs (300 persons replaced each time) shows the defence and
+its utility over time.
+Codes: ICD9CODX per DUPERSID, as ``bench_medco``.  Clusters at minimum
+anonymity set 200 with 2 clusters (``bench_medco``'s meps_a200_k2).
 
 - defence off: each run alone, clustered on its own data, dummies by
   ``generate_dummies`` (what a scheduled run did before issue 25);
@@ -36,16 +40,17 @@ from benchmarks.harness import DATASETS, run_benchmark
 SOURCE = DATASETS / "informs_meps2005" / "conditions05.csv.gz"
 SEED, DUMMY_SEED = 2005, 20051
 N, SHARED, A, K, MIN_CODES = 3000, 2700, 200, 2, 3
+GENERATIONS = 8
 
 
-def cohorts(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Release 1's and release 2's input: ``N`` random persons each, ``SHARED``
-    of them in both."""
+def cohorts(path: Path, n: int = 3) -> list[pd.DataFrame]:
+    """The inputs of ``n`` releases: ``N`` random persons each, ``SHARED`` of
+    each release's persons in the next (the oldest leave, new ones arrive)."""
     df = pd.read_csv(path, dtype=str, usecols=["DUPERSID", "ICD9CODX"], keep_default_na=False)
     df = df.rename(columns={"DUPERSID": "patient_id", "ICD9CODX": "code"}).drop_duplicates()
     ids = np.random.default_rng(SEED).permutation(df["patient_id"].unique())
-    second = np.concatenate([ids[N - SHARED:N], ids[N:2 * N - SHARED]])
-    return df[df["patient_id"].isin(ids[:N])], df[df["patient_id"].isin(second)]
+    step = N - SHARED
+    return [df[df["patient_id"].isin(ids[i * step:i * step + N])] for i in range(n)]
 
 
 def _clusters(df: pd.DataFrame) -> list:
@@ -82,32 +87,74 @@ def _utility(m: dict, seconds: float, ok: bool) -> dict:
                   "seconds": round(seconds, 2), "verdict_ok": ok}
 
 
-def measure(path: Path = SOURCE) -> dict:
-    inputs = cohorts(path)
+def measure(path: Path = SOURCE, third: bool = False) -> dict:
+    """Issue 25's pair of releases, without and with the defence; with
+    ``third``, also a third release (2,700 of release 2's persons) attacked
+    with all three."""
+    inputs = cohorts(path)[:3 if third else 2]
     figures = {"persons": [int(d["patient_id"].nunique()) for d in inputs],
                "shared_persons": SHARED, "min_anonymity_set": A, "n_clusters": K,
                "min_codes": MIN_CODES}
     for label, defence in (("defence_off", False), ("defence_on", True)):
         results, info = releases(inputs, defence)
         t = time.perf_counter()
-        report = attack([r.released for r in results], [r.dummy_map for r in results],
-                        MIN_CODES)
+        report = _attack(results[:2])
         info["attack_seconds"] = round(time.perf_counter() - t, 2)
         info["seen_before"] = report["attacks"]["seen_before"][0]
-        info["attacks"] = {name: rows for name, rows in report["attacks"].items()}
+        info["attacks"] = report["attacks"]
         info["strongest"] = report["strongest"]
         info["strongest_single_release"] = report["strongest_single_release"]
         info["breached"] = report["breached"]
+        if third:
+            report = _attack(results)
+            info["three_releases"] = {k: report[k] for k in ("breached", "strongest")} | {
+                "seen_before": report["attacks"]["seen_before"],
+                "seen_after": report["attacks"]["seen_after"]}
         figures[label] = info
     on = figures["defence_on"]["seen_before"]
     figures["within_5_points_with_defence"] = abs(on["precision"] - on["base_rate"]) <= 0.05
     return figures
 
 
+def lineage(path: Path = SOURCE, generations: int = GENERATIONS) -> list[dict]:
+    """A lineage of ``generations`` weekly-like runs with the defence: per run,
+    the real ratio beside a fresh release of the same cohort and clusters, and
+    the seen-before attack on the pair (previous run, this run)."""
+    rows, state, before = [], None, None
+    for g, df in enumerate(cohorts(path, generations), 1):
+        res, state = persist.apply(df, _clusters(df) if state is None else None,
+                                   DummyConfig(seed=DUMMY_SEED), state)
+        fresh = generate_dummies(df, state.clusters, DummyConfig(seed=DUMMY_SEED))
+        ok = verify_dummies(df, res.released, res.dummy_map, state.clusters, A).ok
+        m = res.metrics
+        row = {"release": g, "verdict_ok": ok, "real_ratio": round(m["real_ratio"], 4),
+               "fresh_real_ratio": round(fresh.metrics["real_ratio"], 4),
+               "theoretical_ratio": round(m["theoretical_ratio"], 4),
+               "carried_dummies": m["carried_dummies"], "new_dummies": m["new_dummies"],
+               "retired_dummies": m["retired_dummies"], "leaving_rate": m["leaving_rate"]}
+        if before is not None:
+            report = _attack([before, res])
+            sb = report["attacks"]["seen_before"][0]
+            row |= {"seen_before_precision": sb["precision"], "base_rate": sb["base_rate"],
+                    "breached": report["breached"]}
+        rows.append(row)
+        before = res
+    return rows
+
+
+def _attack(results) -> dict:
+    return attack([r.released for r in results], [r.dummy_map for r in results], MIN_CODES)
+
+
+def _all() -> dict:
+    return measure(third=True) | {"lineage": lineage()}
+
+
 def main() -> dict:
-    return run_benchmark("successive_medco", measure, dataset=str(SOURCE.name), seed=SEED,
-                         method="MedCo: releases alone vs dummies persisting with their source "
-                                "(issue 25)")
+    return run_benchmark("successive_medco", _all,
+                         dataset=str(SOURCE.name), seed=SEED,
+                         method="MedCo: releases alone vs dummies persisting with their "
+                                "source (issue 25)")
 
 
 if __name__ == "__main__":

@@ -93,7 +93,8 @@ def test_defence_brings_attack_to_base_rate():
     assert abs(row["precision"] - row["base_rate"]) <= TOLERANCE
     m = results[1].metrics
     assert m["generation"] == 2 and m["carried_dummies"] > 0 and m["clusters_kept"]
-    assert m["retired_dummies"]["source_left"] > 0
+    assert m["retired_dummies"]["turnover"] > 0
+    assert abs(m["leaving_rate"] - 0.1) < 0.03  # 50 of 500 patients left
     assert m["new_dummies"] < m["carried_dummies"]  # a top-up, not a new draw
     assert state.generation == 2
 
@@ -112,17 +113,60 @@ def test_every_comparison_attack_near_base_rate_with_defence():
 
 
 def test_three_releases_with_changed_patients():
-    """Patients who gain a code make their dummies retire; three generations."""
+    """Patients who gain a code count as leaving; their kept dummies take
+    another source; three generations."""
     first, second = two_cohorts(seed=5)
     third = second.copy()
     grow = third["patient_id"].isin([f"p{i}" for i in range(100, 140)])
     extra = pd.DataFrame({"patient_id": third.loc[grow, "patient_id"].unique(), "code": "c39"})
     third = pd.concat([third, extra]).drop_duplicates(ignore_index=True)
-    results, state = with_defence([first, second, third])
+    results, state = with_defence([first, second])
+    res, state = persist.apply(third, None, DummyConfig(seed=11), state)  # the state's clusters
+    assert verify_dummies(third, res.released, res.dummy_map, state.clusters, 8).ok
+    assert res.metrics["clusters_kept"]
+    results.append(res)
     assert state.generation == 3
-    assert results[2].metrics["retired_dummies"]["source_changed"] > 0
+    assert results[2].metrics["leaving_rate"] > 0.05  # 40 of ~500 changed, none left
     row = seen_before(results)
     assert abs(row["precision"] - row["base_rate"]) <= TOLERANCE
+
+
+def test_dummies_of_a_leaver_take_another_source():
+    """Dummies retire at the leaving rate, not with their source: when the
+    source of many dummies leaves, most of them stay, made from a present
+    patient with as many codes."""
+    first, _ = two_cohorts(n=300, seed=2)
+    cl = clusters_of(first)
+    _, state = persist.apply(first, cl, DummyConfig(seed=4))
+    per_source = state.dummies.drop_duplicates("dummy_id")["source_patient_id"].value_counts()
+    leaver = per_source.index[0]
+    second = first[first["patient_id"] != leaver]
+    res, new = persist.apply(second, None, DummyConfig(seed=4), state)
+    m = res.metrics
+    assert m["leaving_rate"] < 0.01 and m["resourced_dummies"] > 0
+    assert leaver not in set(new.dummies["source_patient_id"])
+    assert verify_dummies(second, res.released, res.dummy_map, new.clusters, 8).ok
+
+
+def test_refusal_names_the_carried_dummies(monkeypatch):
+    """When no top-up exists around the carried dummies, the run is refused
+    (not silently restarted, which would drop the defence)."""
+    first, second = two_cohorts(n=100)
+    _, state = persist.apply(first, clusters_of(first), DummyConfig(seed=1))
+
+    def no_plan(ctx, carried):
+        raise NoReleaseError("no plan")
+
+    monkeypatch.setattr(persist, "_top_up", no_plan)
+    with pytest.raises(NoReleaseError, match="carried from generation 1"):
+        persist.apply(second, None, DummyConfig(seed=1), state)
+
+
+def test_clusters_needed_to_start_a_lineage():
+    from anonymizers.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="clusters"):
+        persist.apply(two_cohorts(n=20)[0], None, DummyConfig(seed=1))
 
 
 def test_state_round_trip(tmp_path):
