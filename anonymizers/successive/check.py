@@ -96,6 +96,8 @@ METHODS = ("disassociation", "ugaclip", "lda", "gccens")
 def check(method: str, history: Sequence[Mapping], new: Mapping, params: Mapping) -> Verdict:
     """Verdict of ``new`` combined with ``history`` for ``method`` (see the
     module docstring for the input shape and the property)."""
+    if method == "medco":
+        return _check_medco(list(history) + [new], params)
     found, checked = _breaches(method, history, new, params)
     n = len(history) + 1
     if method == "gccens":
@@ -109,6 +111,15 @@ def check(method: str, history: Sequence[Mapping], new: Mapping, params: Mapping
                f"candidate record(s) across those releases, fewer than k={params['k']}"
                for sig, s, c in found]
     return Verdict.from_violations(prop, checked, bad)
+
+
+def _check_medco(releases: list[Mapping], params: Mapping) -> Verdict:
+    """MedCo's check is its comparison attacks' verdict (real vs dummy, not
+    k-anonymity): each release gives ``release`` (patient_id, code) and
+    ``dummy_map`` (pseudonym, is_dummy, ...), as ``dummies`` writes them."""
+    from anonymizers.successive.medco import check as medco_check
+    return medco_check([r["release"] for r in releases], [r["dummy_map"] for r in releases],
+                       min_codes=int(params.get("min_codes", 3)))
 
 
 def breaches(method: str, history: Sequence[Mapping], new: Mapping,

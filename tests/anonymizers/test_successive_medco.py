@@ -238,6 +238,21 @@ def test_validate_time_check():
     assert good.ok and good.checked > 0
 
 
+def test_common_check_dispatches_medco():
+    """The validate step's one entry point, check("medco", ...), gives the
+    same verdicts as MedCo's own check."""
+    from anonymizers.successive.check import check as common_check
+
+    cohorts = two_cohorts(n=300, seed=9)
+    off = without_defence(cohorts)
+    on, _ = with_defence(cohorts)
+    as_tables = [[{"release": r.released, "dummy_map": r.dummy_map} for r in rs] for rs in (off, on)]
+    bad = common_check("medco", as_tables[0][:-1], as_tables[0][-1], {"k": 5})
+    good = common_check("medco", as_tables[1][:-1], as_tables[1][-1], {"k": 5})
+    assert not bad.ok and "MedCo across 2 releases" in bad.property
+    assert good.ok
+
+
 def test_wilson_lower_bound():
     assert wilson_lower(0, 0) is None
     assert wilson_lower(10, 10) == pytest.approx(0.7225, abs=1e-3)
