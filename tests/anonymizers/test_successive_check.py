@@ -102,7 +102,7 @@ def test_ugaclip_check_equals_attack(case):
 
 def test_unknown_method_and_bad_parameters_are_refused():
     with pytest.raises(ParameterError):
-        check("medco", [], {}, {"k": 2})
+        check("hhp", [], {}, {"k": 2})
     with pytest.raises(ParameterError):
         check("disassociation", [], {}, {"k": 0, "m": 2})
 
