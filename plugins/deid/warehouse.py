@@ -79,9 +79,9 @@ def _task_connection():
                              f"({type(exc).__name__}); no embedded warehouse started") from None
     if isinstance(answer, ErrorResponse) and answer.error == ErrorType.CONNECTION_NOT_FOUND:
         return None
+    said = answer.error.value if isinstance(answer, ErrorResponse) else type(answer).__name__
     raise WarehouseError(f"Airflow did not say whether a {CONN_ID!r} connection exists "
-                         f"({getattr(answer, 'error', type(answer).__name__)}); "
-                         "no embedded warehouse started")
+                         f"({said}); no embedded warehouse started")
 
 
 def _local_connection():
