@@ -26,6 +26,7 @@ from tests.dags.release_copies import write_copies
 pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
 
 CONF = {"k": 3, "min_anonymity_set": 5, "n_clusters": None, "seed": 11}
+EMBEDDED = "no Airflow connection 'warehouse' is defined"
 PASSWORD = "not-a-secret-but-never-logged-9f3a"
 
 
@@ -80,7 +81,7 @@ def _audit_rows(dsn: str, run_id: str) -> list:
         return cur.fetchall()
 
 
-def test_a_connection_made_in_airflow_receives_the_release(second_server, warehouse):
+def test_a_connection_made_in_airflow_receives_the_release(second_server, warehouse, caplog):
     default_dsn = wh.start_embedded()
     with airflow_connection(host=str(second_server), login="postgres", schema="postgres"):
         assert not wh.is_embedded()
@@ -89,6 +90,7 @@ def test_a_connection_made_in_airflow_receives_the_release(second_server, wareho
         load_synthetic(n_members=300, seed=5, replace=True)
         run = _medco_dag().test(run_conf=CONF)
     assert str(run.state).endswith("success"), run.state
+    assert EMBEDDED not in caplog.text
     second_dsn = psycopg2.extensions.make_dsn(host=str(second_server), user="postgres",
                                               dbname="postgres")
     (outcome, rows), = _audit_rows(second_dsn, run.run_id)
@@ -136,3 +138,19 @@ def test_an_unreachable_connection_fails_the_run_and_starts_nothing(warehouse, t
     assert "OperationalError" not in log  # the driver's traceback is not chained to it
     assert PASSWORD not in log + str(raised.value)
     assert wh.data_dirs_under(tmp_path) == [] and _postgres_under(tmp_path) == []
+
+
+def test_without_a_connection_each_task_says_once_that_it_uses_the_embedded_server(warehouse,
+                                                                                    caplog):
+    """A run refused in its first task: ``sweep`` and ``prepare`` run, and
+    each connects to the embedded warehouse more than once (``prepare``'s
+    failure callback too): one line per task."""
+    run = _medco_dag().test(run_conf={**CONF, "k": 2})  # below the release file's k
+    from airflow.utils.state import TaskInstanceState as State
+
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    ran = sorted(t for t, s in states.items() if s in (State.SUCCESS, State.FAILED))
+    assert ran == ["prepare", "sweep"], states
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith(EMBEDDED)]
+    assert len(said) == len(ran), said
+    assert said[0].endswith(f"using the embedded PostgreSQL in {wh.embedded_dir()}")
