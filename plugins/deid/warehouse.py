@@ -116,6 +116,9 @@ def connection_dsn(conn) -> str:
     if conn.conn_type not in ("postgres", "postgresql"):
         raise WarehouseError(f"the {CONN_ID!r} connection is of type {conn.conn_type!r}; "
                              "the warehouse is PostgreSQL (type 'postgres')")
+    if conn.extra_dejson.get("iam"):
+        raise WarehouseError(f"the {CONN_ID!r} connection asks for IAM authentication, which "
+                             "the warehouse does not support: give it a login and password")
     keywords = _libpq_keywords()
     parts = {"host": conn.host, "port": conn.port, "user": conn.login,
              "password": conn.password, "dbname": conn.schema,
@@ -399,4 +402,8 @@ def _stop_command(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # through deid.warehouse, not this __main__ copy: the modules it calls raise
+    # deid.warehouse.WarehouseError, which main() must catch
+    from deid.warehouse import main as _main
+
+    sys.exit(_main(sys.argv[1:]))

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from urllib.parse import quote
 
 import psycopg2.extensions
 import pytest
 from deid import warehouse as wh
+from deid.paths import ROOT
 
 pytestmark = pytest.mark.warehouse
+PASSWORD = "not-a-secret-but-never-printed-51c2"
 
 
 def test_configured_connection_is_used_and_nothing_is_started(warehouse, monkeypatch):
@@ -126,3 +132,25 @@ def test_a_connection_reads_as_postgres_hook_reads_it():
     assert wh.describe(conn) == "deid_loader_login@db.internal:5433/claims"
     with pytest.raises(wh.WarehouseError, match="is of type 'mysql'"):
         wh.connection_dsn(Connection(conn_id="warehouse", conn_type="mysql", host="db"))
+    with pytest.raises(wh.WarehouseError, match="IAM authentication"):
+        wh.connection_dsn(Connection(conn_id="warehouse", conn_type="postgres", host="db",
+                                     extra='{"iam": true}'))
+
+
+def test_the_command_line_says_in_one_line_that_the_warehouse_cannot_be_reached(tmp_path):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "DEID_VAR_DIR": str(tmp_path),
+           "AIRFLOW_CONN_WAREHOUSE": f"postgres://loader:{PASSWORD}@127.0.0.1:{port}/claims"}
+    done = subprocess.run([sys.executable, "-m", "deid.warehouse", "init"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: the Airflow connection 'warehouse' (loader@127.0.0.1:{port}/"
+                      f"claims) cannot be reached: connection to server at \"127.0.0.1\", port "
+                      f"{port} failed: Connection refused Is the server running on that host "
+                      "and accepting TCP/IP connections?; no embedded warehouse started in its "
+                      "place"]
+    assert PASSWORD not in done.stdout + done.stderr and "Traceback" not in done.stderr
+    assert wh.data_dirs_under(tmp_path) == []
