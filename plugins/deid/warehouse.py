@@ -1,11 +1,18 @@
-"""Connections to the warehouse: a configured server, or the embedded default.
+"""Connections to the warehouse: Airflow's ``warehouse`` connection, or the embedded default.
 
-If ``AIRFLOW_CONN_WAREHOUSE`` is set (an Airflow connection URI, or any way
-Airflow can resolve the ``warehouse`` connection id when running inside
-Airflow) that server is used and nothing is started.  Otherwise a PostgreSQL
-from the ``pgserver`` package is started with its data in ``var/warehouse``
-(it keeps running for later tasks; ``python -m deid.warehouse stop`` stops it,
-or exits non-zero saying why not).
+The warehouse is the connection Airflow resolves for the id ``warehouse``,
+wherever it was defined: the UI or ``airflow connections add`` (the metadata
+database), ``AIRFLOW_CONN_WAREHOUSE``, or a secrets backend.  Inside a task
+the Task SDK asks the API server; outside one (``python -m deid.warehouse``,
+the demo, the tests) Airflow's own secrets backends are asked directly.
+
+Only when no source defines ``warehouse`` is a PostgreSQL from the
+``pgserver`` package started, with its data in ``var/warehouse`` (it keeps
+running for later tasks; ``python -m deid.warehouse stop`` stops it, or exits
+non-zero saying why not), and the task log says so in one line.  A lookup
+that could not get an answer, or a defined connection that cannot be
+reached, raises ``WarehouseError`` (one line, no password): a release never
+goes to another database in its place.
 """
 
 from __future__ import annotations
@@ -18,44 +25,114 @@ import os
 import signal
 import sys
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import psycopg2
+import psycopg2.extensions
 
 from deid.paths import var_dir
 
 CONN_ID = "warehouse"
+log = logging.getLogger(__name__)
+
+
+class WarehouseError(RuntimeError):
+    """The ``warehouse`` connection could not be looked up or reached (one line, no secret)."""
 
 
 def embedded_dir():
     return var_dir() / "warehouse"
 
 
-def _configured_dsn() -> str | None:
-    uri = os.environ.get("AIRFLOW_CONN_WAREHOUSE")
-    if uri:
-        return _uri_to_dsn(uri)
+def airflow_connection():
+    """The ``warehouse`` connection as Airflow resolves it, or None when no
+    source defines it; WarehouseError when a source could not answer."""
+    if _in_task():
+        return _task_connection()
+    return _local_connection()
+
+
+def _in_task() -> bool:
+    """A task's process: the Task SDK reaches connections through its supervisor."""
+    runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
+    return getattr(runner, "SUPERVISOR_COMMS", None) is not None
+
+
+def _task_connection():
+    """Through ``BaseHook.get_connection`` (environment, worker secrets
+    backends, then the API server: metadata DB and its secrets backends).
+    The SDK says "not defined" also when the API server did not answer (its
+    backend turns every error into "absent"), so absence is believed only
+    when the server itself says CONNECTION_NOT_FOUND."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException, ErrorType
+    from airflow.sdk.execution_time import task_runner
+    from airflow.sdk.execution_time.comms import ErrorResponse, GetConnection
+
+    try:
+        return BaseHook.get_connection(CONN_ID)
+    except AirflowNotFoundException:
+        pass
+    try:
+        answer = task_runner.SUPERVISOR_COMMS.send(GetConnection(conn_id=CONN_ID))
+    except Exception as exc:  # noqa: BLE001 - reported as one line below
+        raise WarehouseError(f"could not ask Airflow for the {CONN_ID!r} connection "
+                             f"({type(exc).__name__}); no embedded warehouse started") from None
+    if isinstance(answer, ErrorResponse) and answer.error == ErrorType.CONNECTION_NOT_FOUND:
+        return None
+    said = answer.error.value if isinstance(answer, ErrorResponse) else type(answer).__name__
+    raise WarehouseError(f"Airflow did not say whether a {CONN_ID!r} connection exists "
+                         f"({said}); no embedded warehouse started")
+
+
+def _local_connection():
+    """Outside a task: Airflow's secrets backends in its order (environment,
+    metadata DB, any configured backend), each asked in turn; one that fails
+    raises instead of being skipped, as Airflow's own loop would."""
+    from airflow.configuration import ensure_secrets_loaded
+
+    for backend in ensure_secrets_loaded():
+        try:
+            conn = backend.get_connection(conn_id=CONN_ID)
+        except Exception as exc:  # noqa: BLE001 - reported as one line below
+            raise WarehouseError(f"could not look up the {CONN_ID!r} connection in "
+                                 f"{type(backend).__name__}: {_first_line(exc)}; "
+                                 "no embedded warehouse started") from None
+        if conn:
+            return conn
     return None
 
 
-def _uri_to_dsn(uri: str) -> str:
-    """Airflow's ``postgres://`` scheme to a libpq URI (host may be a socket dir)."""
-    u = urlparse(uri)
-    host = unquote(u.hostname or "") if u.hostname else ""
-    parts = {"dbname": (u.path or "/postgres").lstrip("/") or "postgres",
-             "user": unquote(u.username or "postgres"), "host": host or None,
-             "port": u.port, "password": unquote(u.password) if u.password else None}
-    if u.query:
-        for kv in u.query.split("&"):
-            k, _, v = kv.partition("=")
-            if k in ("host", "sslmode", "options"):
-                parts[k] = unquote(v)
-    return " ".join(f"{k}={_quote(v)}" for k, v in parts.items() if v not in (None, ""))
+# libpq's own keywords: the extras of a connection that are connection parameters
+def _libpq_keywords() -> frozenset:
+    import psycopg
+
+    return frozenset(o.keyword.decode() for o in psycopg.pq.Conninfo.get_defaults())
 
 
-def _quote(v) -> str:
-    v = str(v).replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{v}'"
+def connection_dsn(conn) -> str:
+    """libpq's connection string for an Airflow connection, as PostgresHook
+    reads it: host (or a socket directory), port, login, password, schema as
+    the database, and the extras that are libpq parameters (sslmode, options...)."""
+    if conn.conn_type not in ("postgres", "postgresql"):
+        raise WarehouseError(f"the {CONN_ID!r} connection is of type {conn.conn_type!r}; "
+                             "the warehouse is PostgreSQL (type 'postgres')")
+    if conn.extra_dejson.get("iam"):
+        raise WarehouseError(f"the {CONN_ID!r} connection asks for IAM authentication, which "
+                             "the warehouse does not support: give it a login and password")
+    keywords = _libpq_keywords()
+    parts = {"host": conn.host, "port": conn.port, "user": conn.login,
+             "password": conn.password, "dbname": conn.schema,
+             **{k: v for k, v in conn.extra_dejson.items() if k in keywords}}
+    return psycopg2.extensions.make_dsn(**{k: v for k, v in parts.items() if v not in (None, "")})
+
+
+def describe(conn) -> str:
+    """Where a connection points, without its password."""
+    return f"{conn.login or ''}@{conn.host or 'localhost'}:{conn.port or 5432}/{conn.schema or ''}"
+
+
+def _first_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def start_embedded():
@@ -189,21 +266,63 @@ def _user(proc) -> str:
         return "unknown"
 
 
+def _target() -> tuple[str, object | None]:
+    """The DSN to use and the Airflow connection it comes from (None: embedded)."""
+    conn = airflow_connection()
+    if conn is not None:
+        return connection_dsn(conn), conn
+    target = start_embedded()
+    _announce_embedded()
+    return target, None
+
+
+_announced: set = set()
+
+
+def _announce_embedded() -> None:
+    """One log line per task (per process outside Airflow): which server a run uses."""
+    key = _task_key()
+    if key not in _announced:
+        _announced.add(key)
+        log.warning("no Airflow connection %r is defined (UI, CLI, environment or secrets "
+                    "backend): using the embedded PostgreSQL in %s", CONN_ID, embedded_dir())
+
+
+def _task_key():
+    try:
+        from airflow.sdk import get_current_context
+
+        ti = get_current_context()["ti"]
+        return (ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
+    except Exception:  # noqa: BLE001 - not in a task
+        return None
+
+
 def dsn() -> str:
     """The libpq connection string of the warehouse to use."""
-    return _configured_dsn() or start_embedded()
+    return _target()[0]
 
 
 def is_embedded() -> bool:
-    return _configured_dsn() is None
+    """No ``warehouse`` connection is defined: the embedded server is the warehouse."""
+    return airflow_connection() is None
 
 
 @contextlib.contextmanager
 def connect(autocommit: bool = False, readonly: bool = False):
     """A psycopg2 connection; commits on success, rolls back on error.
     ``readonly``: its transactions are READ ONLY (the extracts, whose query
-    holds the release's scope)."""
-    conn = psycopg2.connect(dsn())
+    holds the release's scope).  A defined connection that cannot be reached
+    raises WarehouseError; nothing is started in its place."""
+    target, source = _target()
+    try:
+        conn = psycopg2.connect(target)
+    except psycopg2.OperationalError as exc:
+        if source is None:
+            raise
+        raise WarehouseError(f"the Airflow connection {CONN_ID!r} ({describe(source)}) cannot "
+                             f"be reached: {_first_line(exc)}; no embedded warehouse "
+                             "started in its place") from None
     conn.set_session(readonly=readonly or None, autocommit=autocommit)
     try:
         yield conn
@@ -243,16 +362,20 @@ def main(argv: list[str]) -> int:
     embedded server of each data directory (default ``var/warehouse``; ``--under
     DIR``: every one below DIR) and exits 1 if one could not be stopped."""
     cmd, rest = (argv[0], argv[1:]) if argv else ("start", [])
-    if cmd == "start":
-        print(dsn())
-    elif cmd == "init":
-        ensure_schemas()
-        print("schemas ready")
-    elif cmd == "stop":
+    if cmd == "stop":
         return _stop_command(rest)
-    else:
+    if cmd not in ("start", "init"):
         print(f"{USAGE} (got {cmd!r})", file=sys.stderr)
         return 2
+    try:
+        if cmd == "start":
+            print(dsn())
+        else:
+            ensure_schemas()
+            print("schemas ready")
+    except WarehouseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -279,4 +402,8 @@ def _stop_command(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # through deid.warehouse, not this __main__ copy: the modules it calls raise
+    # deid.warehouse.WarehouseError, which main() must catch
+    from deid.warehouse import main as _main
+
+    sys.exit(_main(sys.argv[1:]))

@@ -1,17 +1,34 @@
-"""copy_frame: one streamed COPY; NULL and empty strings kept apart; a failure
-on either side raises and leaves nothing behind."""
+"""copy_frame: one streamed COPY, through psycopg 3's cursor.copy() or
+psycopg2's copy_expert; NULL and empty strings kept apart; a failure on either
+side raises and leaves nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 
 import numpy as np
 import pandas as pd
+import psycopg
 import psycopg2
 import pytest
 from deid import pgcopy
 
 pytestmark = pytest.mark.warehouse
+DRIVERS = ("psycopg2", "psycopg3")
+# what each driver raises for a value the column's type refuses
+DATA_ERROR = {"psycopg2": psycopg2.DataError, "psycopg3": psycopg.DataError}
+
+
+@contextlib.contextmanager
+def _cursor(warehouse, driver: str):
+    """A cursor in one transaction: committed on success, rolled back on error."""
+    if driver == "psycopg2":
+        with warehouse.connect() as conn, conn.cursor() as cur:
+            yield cur
+        return
+    with psycopg.connect(warehouse.dsn()) as conn, conn.cursor() as cur:
+        yield cur
 
 DDL = "CREATE TEMP TABLE t (i bigint, s text, d date, b boolean)"
 
@@ -21,10 +38,11 @@ def _frame(n: int) -> pd.DataFrame:
                          "d": [dt.date(2008, 1, 1)] * n, "b": [True, False] * (n // 2)})
 
 
-def test_rows_nulls_and_empty_strings_survive(warehouse, monkeypatch):
-    monkeypatch.setattr(pgcopy, "CHUNK_ROWS", 7)  # several chunks through the pipe
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_rows_nulls_and_empty_strings_survive(driver, warehouse, monkeypatch):
+    monkeypatch.setattr(pgcopy, "CHUNK_ROWS", 7)  # several chunks
     frame = _frame(40)
-    with warehouse.connect() as conn, conn.cursor() as cur:
+    with _cursor(warehouse, driver) as cur:
         cur.execute(DDL)
         pgcopy.copy_frame(cur, "t", frame)
         cur.execute("SELECT i, s, d, b FROM t ORDER BY i")
@@ -35,15 +53,18 @@ def test_rows_nulls_and_empty_strings_survive(warehouse, monkeypatch):
     assert [r[3] for r in rows] == frame["b"].tolist()
 
 
-def test_an_empty_frame_copies_nothing(warehouse):
-    with warehouse.connect() as conn, conn.cursor() as cur:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_empty_frame_copies_nothing(driver, warehouse):
+    with _cursor(warehouse, driver) as cur:
         cur.execute(DDL)
         pgcopy.copy_frame(cur, "t", _frame(0))
         cur.execute("SELECT count(*) FROM t")
         assert cur.fetchone()[0] == 0
 
 
-def test_a_rendering_failure_raises_and_the_transaction_keeps_nothing(warehouse, monkeypatch):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_rendering_failure_raises_and_the_transaction_keeps_nothing(driver, warehouse,
+                                                                      monkeypatch):
     calls = []
 
     def failing(chunk, out):
@@ -60,7 +81,7 @@ def test_a_rendering_failure_raises_and_the_transaction_keeps_nothing(warehouse,
                         "d date, b boolean)")
             cur.execute("TRUNCATE public.copy_probe")
     with pytest.raises(RuntimeError, match="render failed"):
-        with warehouse.connect() as conn, conn.cursor() as cur:
+        with _cursor(warehouse, driver) as cur:
             pgcopy.copy_frame(cur, "public.copy_probe", _frame(40))
     with warehouse.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT count(*) FROM public.copy_probe")
@@ -68,27 +89,30 @@ def test_a_rendering_failure_raises_and_the_transaction_keeps_nothing(warehouse,
         cur.execute("DROP TABLE public.copy_probe")
 
 
-def test_a_server_error_raises_without_hanging(warehouse, monkeypatch):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_server_error_raises_without_hanging(driver, warehouse, monkeypatch):
     monkeypatch.setattr(pgcopy, "CHUNK_ROWS", 5)
     bad = pd.DataFrame({"i": ["not a number"] * 50000, "s": "x", "d": dt.date(2008, 1, 1),
                         "b": True})
-    with warehouse.connect() as conn, conn.cursor() as cur:
+    with _cursor(warehouse, driver) as cur:
         cur.execute(DDL)
-        with pytest.raises(psycopg2.DataError):
+        with pytest.raises(DATA_ERROR[driver]):
             pgcopy.copy_frame(cur, "t", bad)
 
 
-def test_mixed_object_columns_go_as_text_with_nulls_kept(warehouse):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_mixed_object_columns_go_as_text_with_nulls_kept(driver, warehouse):
     frame = pd.DataFrame({"i": [1, 2, 3], "s": pd.Series([7, "x", None], dtype=object),
                           "d": dt.date(2008, 1, 1), "b": True})
-    with warehouse.connect() as conn, conn.cursor() as cur:
+    with _cursor(warehouse, driver) as cur:
         cur.execute(DDL)
         pgcopy.copy_frame(cur, "t", frame)
         cur.execute("SELECT s FROM t ORDER BY i")
         assert [r[0] for r in cur.fetchall()] == ["7", "x", None]
 
 
-def test_a_parquet_file_streams_by_chunks(warehouse, monkeypatch, tmp_path):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_parquet_file_streams_by_chunks(driver, warehouse, monkeypatch, tmp_path):
     from deid.parquet_io import ParquetAppender, ParquetFrame
 
     monkeypatch.setattr(pgcopy, "CHUNK_ROWS", 5)
@@ -99,7 +123,7 @@ def test_a_parquet_file_streams_by_chunks(warehouse, monkeypatch, tmp_path):
                                                  range(lo, lo + n)]})})
     source = ParquetFrame(tmp_path / "t.parquet")
     assert len(source) == 18 and source.columns == ["i", "s"]
-    with warehouse.connect() as conn, conn.cursor() as cur:
+    with _cursor(warehouse, driver) as cur:
         cur.execute("CREATE TEMP TABLE p (i bigint, s text)")
         pgcopy.copy_frame(cur, "p", source)
         cur.execute("SELECT i, s FROM p ORDER BY i")

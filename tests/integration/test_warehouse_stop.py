@@ -28,7 +28,7 @@ pytestmark = pytest.mark.warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
-CLIENT = ("from deid import warehouse; warehouse.dsn(); print('ready', flush=True); "
+CLIENT = ("from deid import warehouse; warehouse.start_embedded(); print('ready', flush=True); "
           "import time; time.sleep(600)")
 
 
