@@ -131,6 +131,14 @@ def describe(conn) -> str:
     return f"{conn.login or ''}@{conn.host or 'localhost'}:{conn.port or 5432}/{conn.schema or ''}"
 
 
+def _masked(dsn_text: str) -> str:
+    """``dsn_text`` with its password, if any, written as ``***``."""
+    parts = psycopg2.extensions.parse_dsn(dsn_text)
+    if not parts.get("password"):
+        return dsn_text
+    return psycopg2.extensions.make_dsn(**{**parts, "password": "***"})
+
+
 def _first_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
@@ -358,7 +366,8 @@ USAGE = "usage: python -m deid.warehouse start | init | stop [--force] [--under 
 
 
 def main(argv: list[str]) -> int:
-    """``start`` prints the DSN; ``init`` creates the schemas; ``stop`` stops the
+    """``start`` prints the DSN (a password masked: a terminal or a log is no
+    place for it); ``init`` creates the schemas; ``stop`` stops the
     embedded server of each data directory (default ``var/warehouse``; ``--under
     DIR``: every one below DIR) and exits 1 if one could not be stopped."""
     cmd, rest = (argv[0], argv[1:]) if argv else ("start", [])
@@ -369,7 +378,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         if cmd == "start":
-            print(dsn())
+            print(_masked(dsn()))
         else:
             ensure_schemas()
             print("schemas ready")

@@ -154,3 +154,17 @@ def test_the_command_line_says_in_one_line_that_the_warehouse_cannot_be_reached(
                       "place"]
     assert PASSWORD not in done.stdout + done.stderr and "Traceback" not in done.stderr
     assert wh.data_dirs_under(tmp_path) == []
+
+
+def test_start_prints_the_dsn_without_its_password(monkeypatch, capsys):
+    """``python -m deid.warehouse start`` names a configured warehouse but
+    never prints its password."""
+    monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE",
+                       f"postgres://loader:{PASSWORD}@db.invalid:5432/claims")
+    monkeypatch.setattr(wh, "start_embedded", lambda: pytest.fail("nothing may start"))
+    assert wh.main(["start"]) == 0
+    out = capsys.readouterr().out
+    assert PASSWORD not in out
+    assert psycopg2.extensions.parse_dsn(out.strip()) == {
+        "user": "loader", "password": "***", "host": "db.invalid", "port": "5432",
+        "dbname": "claims"}
