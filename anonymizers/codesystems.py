@@ -113,3 +113,61 @@ def validate(codes, code_system, source: str = "codes", field: str = "code",
         raise InputError(source, f"not a code of {what} (nor after removing dots, "
                          "spaces and case)", row=row, field=field)
     return Checked(clean[ok], ok, int((~ok).sum()))
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A one-to-one code map from a GEM: ``codes`` source -> target, and
+    ``rule`` per source (``single``, ``first of N``, ``combination``,
+    ``descendants' LCA``), for the record of how each code was carried."""
+
+    codes: dict
+    rule: dict
+
+
+def gem_forward(gem: pd.DataFrame, target: str = ICD10CM, sources=()) -> Mapping:
+    """One target code per source code of CMS's General Equivalence Mapping.
+
+    ``gem``: the GEM as a table with columns ``icd9cm, icd10cm, no_map,
+    combination, scenario, choice_list, approximate`` (the CMS flags split
+    out, as ../shared/datasets/icd9/icd9toicd10cmgem.csv.gz holds it).
+
+    The rule (the GEM maps a code to several targets in two ways; a
+    trajectory keeps one value per source value, so one is chosen):
+
+    1. ``no_map`` rows are dropped.
+    2. A code with targets that each carry its meaning alone
+       (``combination = 0``, alternatives) takes the first of them in the
+       GEM's order (CMS lists them in target-code order); a code that only
+       maps to a combination takes scenario 1's first choice list.
+       Exact (``approximate = 0``) targets come before approximate ones.
+    3. A target must be a code of ``target`` today (``simple_icd_10_cm``'s
+       FY2026 tabular list); a target deleted since the GEM's year is not
+       used, and the code's next candidate is taken.
+    4. A code in ``sources`` that the GEM does not list (DE-SynPUF writes
+       header codes such as ``2766`` that later ICD-9 releases split into
+       ``27661``...) maps to the lowest common ancestor, in the target tree,
+       of the targets of its GEM descendants (codes it prefixes), when that
+       ancestor is a code (category or finer); otherwise it is not mapped.
+    """
+    tree = hierarchy(target)
+    rows = gem[gem["no_map"].astype(int) == 0].copy()
+    rows["target"] = normalize(rows["icd10cm"])
+    rows = rows[is_valid(rows["target"].to_numpy(), target)]
+    rows["order"] = np.arange(len(rows))
+    keys = ["combination", "scenario", "choice_list", "approximate"]
+    rows[keys] = rows[keys].astype(int)
+    ranked = rows.sort_values(["icd9cm", *keys, "order"], kind="stable")
+    first = ranked.drop_duplicates("icd9cm")
+    n_targets = rows.groupby("icd9cm")["target"].nunique()
+    codes = dict(zip(first["icd9cm"], first["target"]))
+    rule = {c: ("combination" if comb else "single" if n_targets[c] == 1
+                else f"first of {n_targets[c]}")
+            for c, comb in zip(first["icd9cm"], first["combination"])}
+    for source in sorted(set(normalize(list(sources)).tolist()) - set(codes) - {""}):
+        below = [t for s, t in codes.items() if s.startswith(source)]
+        if below:
+            node = tree.lca(below)
+            if node != ROOT and "-" not in node:
+                codes[source], rule[source] = node, "descendants' LCA"
+    return Mapping(codes, rule)

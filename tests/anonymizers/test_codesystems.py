@@ -1,6 +1,7 @@
 """Code systems: normalisation, validation, CCW version flags."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from anonymizers import codesystems as cs
@@ -70,3 +71,32 @@ def test_unknown_system_is_a_parameter_error():
 def test_empty_input():
     out = cs.validate(np.array([], dtype=object), "icd10cm")
     assert out.codes.tolist() == [] and out.dropped == 0
+
+
+def _gem(rows):
+    cols = ["icd9cm", "icd10cm", "flags", "approximate", "no_map", "combination", "scenario",
+            "choice_list"]
+    return pd.DataFrame([dict(zip(cols, r)) for r in rows], dtype=str)
+
+
+def test_gem_forward_rule():
+    gem = _gem([("4019", "I10", "00000", "0", "0", "0", "0", "0"),
+                # alternatives: the first listed exact target wins
+                ("25002", "E1165", "10000", "1", "0", "0", "0", "0"),
+                ("25002", "E119", "10000", "1", "0", "0", "0", "0"),
+                # combination only: scenario 1, choice list 1
+                ("99664", "N390", "10111", "1", "0", "1", "1", "2"),
+                ("99664", "T83511A", "10111", "1", "0", "1", "1", "1"),
+                ("E0000", "NoDx", "11000", "1", "1", "0", "0", "0"),
+                # a target deleted from ICD-10-CM since: the next candidate
+                ("0011", "A00.7", "10000", "1", "0", "0", "0", "0"),
+                ("0011", "A001", "10000", "1", "0", "0", "0", "0"),
+                ("27661", "E8721", "10000", "1", "0", "0", "0", "0"),
+                ("27669", "E8729", "10000", "1", "0", "0", "0", "0")])
+    m = cs.gem_forward(gem, sources=["2766", "401.9", "7"])
+    assert m.codes == {"4019": "I10", "25002": "E1165", "99664": "T83511A", "0011": "A001",
+                       "27661": "E8721", "27669": "E8729", "2766": "E872"}
+    assert m.rule["25002"] == "first of 2" and m.rule["99664"] == "combination"
+    assert m.rule["2766"] == "descendants' LCA" and m.rule["4019"] == "single"
+    # "7" prefixes nothing the GEM maps: not mapped
+    assert "7" not in m.codes and "E0000" not in m.codes
