@@ -11,8 +11,13 @@ from hypothesis import strategies as st
 from anonymizers.hierarchy import ROOT
 from anonymizers.longitudinal import LDAConfig, lda
 from anonymizers.longitudinal.framework import NothingToRelease
-from anonymizers.longitudinal.hierarchies import (ICD10_LEVELS, ICD_STYLE, icd10_display,
-                                                  icd10_level, icd_hierarchy)
+from anonymizers.longitudinal.hierarchies import (
+    ICD10_LEVELS,
+    ICD_STYLE,
+    icd10_display,
+    icd10_level,
+    icd_hierarchy,
+)
 from anonymizers.verify.longitudinal import verify_lda
 
 # 7-character codes with X placeholders, subcategories, categories, the same
