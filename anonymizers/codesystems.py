@@ -171,3 +171,50 @@ def gem_forward(gem: pd.DataFrame, target: str = ICD10CM, sources=()) -> Mapping
             if node != ROOT and "-" not in node:
                 codes[source], rule[source] = node, "descendants' LCA"
     return Mapping(codes, rule)
+
+
+MIXED = ("refuse", "map")
+
+
+def unify(codes, systems, target: str, mixed: str = "refuse", mapping: Mapping | None = None,
+          source: str = "codes", field: str = "code", drop: bool = False) -> Checked:
+    """Codes of rows in several code systems (``systems``, one per row, e.g.
+    from ``system_of_flags``) as codes of ``target`` alone, as the release
+    file says in ``mixed``:
+
+    - ``refuse``: a row in another system is an InputError naming it;
+    - ``map``: a row in another system is mapped through ``mapping`` (from
+      ``gem_forward``: ICD-9-CM to ICD-10-CM).  A code the map cannot carry
+      is an InputError naming its row, or is dropped and counted with
+      ``drop=True``, as are unknown codes of either system.
+
+    Each code is first validated against its own row's system.
+    """
+    check_system(target)
+    if mixed not in MIXED:
+        raise ParameterError("mixed", f"must be one of {list(MIXED)}, got {mixed!r}")
+    systems = np.asarray(systems, dtype=object)
+    foreign = systems != target
+    if foreign.any() and mixed == "refuse":
+        row = int(np.flatnonzero(foreign)[0]) + 1
+        raise InputError(source, f"a {NAMES.get(systems[row - 1], 'code')} code in a release "
+                         f"over {NAMES[target]}; the release file refuses mixed code systems "
+                         "(mixed: refuse)", row=row, field=field)
+    checked = validate(codes, systems, source, field, drop)
+    other = foreign[checked.keep]
+    if not other.any():
+        return checked
+    if mapping is None:
+        raise ParameterError("mapping", "mixed: map needs a mapping (gem_forward)")
+    out = checked.codes.copy()
+    mapped = np.array([mapping.codes.get(c) for c in out[other]], dtype=object)
+    out[np.flatnonzero(other)] = mapped
+    lost = np.zeros(len(out), dtype=bool)
+    lost[np.flatnonzero(other)] = pd.isna(mapped)
+    if lost.any() and not drop:
+        row = int(np.flatnonzero(checked.keep)[np.flatnonzero(lost)[0]]) + 1
+        raise InputError(source, f"the mapping into {NAMES[target]} cannot carry this code",
+                         row=row, field=field)
+    keep = checked.keep.copy()
+    keep[np.flatnonzero(checked.keep)[lost]] = False
+    return Checked(out[~lost], keep, checked.dropped + int(lost.sum()))

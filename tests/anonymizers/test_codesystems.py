@@ -3,6 +3,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from anonymizers import codesystems as cs
 from anonymizers.errors import InputError, ParameterError
@@ -100,3 +102,64 @@ def test_gem_forward_rule():
     assert m.rule["2766"] == "descendants' LCA" and m.rule["4019"] == "single"
     # "7" prefixes nothing the GEM maps: not mapped
     assert "7" not in m.codes and "E0000" not in m.codes
+
+
+MIXED_CODES = ["I10", "4019", "E11.9", "7", "25002"]
+MIXED_FLAGS = ["0", "9", "0", "9", "9"]
+
+
+def _mapping():
+    return cs.Mapping({"4019": "I10", "25002": "E1165"}, {"4019": "single",
+                                                          "25002": "first of 2"})
+
+
+def test_mixed_versions_refused_when_the_release_says_refuse():
+    systems = cs.system_of_flags(MIXED_FLAGS)
+    with pytest.raises(InputError) as err:
+        cs.unify(MIXED_CODES, systems, "icd10cm", mixed="refuse", field="dx")
+    assert err.value.row == 2 and "4019" not in str(err.value)
+    same = cs.unify(["I10", "E11.9"], ["icd10cm", "icd10cm"], "icd10cm", mixed="refuse")
+    assert same.codes.tolist() == ["I10", "E119"]
+
+
+def test_mixed_versions_mapped_when_the_release_says_map():
+    systems = cs.system_of_flags(MIXED_FLAGS)
+    # "7" is no ICD-9-CM code: unknown before any mapping
+    with pytest.raises(InputError) as err:
+        cs.unify(MIXED_CODES, systems, "icd10cm", mixed="map", mapping=_mapping())
+    assert err.value.row == 4
+    out = cs.unify(MIXED_CODES, systems, "icd10cm", mixed="map", mapping=_mapping(),
+                   drop=True)
+    assert out.codes.tolist() == ["I10", "I10", "E119", "E1165"]
+    assert out.keep.tolist() == [True, True, True, False, True] and out.dropped == 1
+
+
+def test_a_code_the_map_cannot_carry_names_its_row():
+    systems = cs.system_of_flags(["0", "9", "9"])
+    with pytest.raises(InputError) as err:
+        cs.unify(["I10", "4019", "2500"], systems, "icd10cm", mixed="map", mapping=_mapping())
+    assert err.value.row == 3 and "cannot carry" in str(err.value)
+    out = cs.unify(["I10", "4019", "2500"], systems, "icd10cm", mixed="map",
+                   mapping=_mapping(), drop=True)
+    assert out.codes.tolist() == ["I10", "I10"] and out.dropped == 1
+    assert out.keep.tolist() == [True, True, False]
+    with pytest.raises(ParameterError):
+        cs.unify(["I10"], ["icd10cm"], "icd10cm", mixed="ask")
+
+
+@given(st.lists(st.tuples(st.sampled_from(["I10", "e11.9", "S52.521A", "4019", "25002",
+                                           "2500", "ZZZ", ""]),
+                          st.sampled_from(["0", "9"])), max_size=20),
+       st.sampled_from(cs.MIXED))
+def test_unify_keeps_only_target_codes_and_counts_the_rest(rows, mixed):
+    codes = [c for c, _ in rows]
+    systems = cs.system_of_flags([f for _, f in rows])
+    try:
+        out = cs.unify(codes, systems, "icd10cm", mixed=mixed, mapping=_mapping(), drop=True)
+    except InputError:
+        assert mixed == "refuse" and "icd9cm" in systems.tolist()
+        return
+    assert out.keep.sum() + out.dropped == len(rows) == len(out.keep)
+    assert cs.is_valid(out.codes, "icd10cm").all()
+    kept_systems = systems[out.keep]
+    assert mixed == "map" or (kept_systems == "icd10cm").all()
