@@ -15,6 +15,11 @@ not codes.  Billability is not required: DE-SynPUF carries header codes.
 An unknown code is an ``InputError`` naming the source, the first such row
 (1-based) and the field, never the value (a diagnosis is patient data); with
 ``drop=True`` such rows are counted and dropped instead.
+
+``gem_forward`` turns CMS's ICD-9 -> ICD-10-CM GEM into a one-to-one map
+(its docstring gives the rule for one-to-many entries); ``unify`` makes a
+mixed-version extract one system's, refusing or mapping as the release file
+says.
 """
 
 from __future__ import annotations
