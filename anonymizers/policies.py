@@ -31,6 +31,17 @@ A policy is a list of disjoint, sorted lists of code strings, stored as JSON
   any that shares a code with one already taken.  Every frequent code ends up
   in exactly one constraint.
 
+The hierarchy is ICD-9-CM unless the call names another tree
+(``hierarchy=``) or code system (``code_system="icd10cm"``: the tree of
+``anonymizers.hierarchy.icd10cm()``, root -> chapter -> block -> category ->
+subcategory -> 7-character code).  On ICD-10-CM level 1 groups by the
+3-character category (``S52``, the first node without ``-`` below the
+ranges), level 2 by the block (``S50-S59``), level 3 by the chapter
+(``S00-T88``); every category sits under a block, so no category forms its
+own level-2 constraint as 30 ICD-9 categories do.  Codes are matched
+undotted and upper-case (``S52.521A`` is ``S52521A``) but kept in the policy
+as given.
+
 Codes a hierarchy cannot place (not in the tree, such as MEPS's ``-1`` and
 ``-9``, or a chapter/section label above the grouping level) are left out of
 hierarchy- and similarity-based policies; ``unplaced_codes`` lists them.
@@ -51,11 +62,14 @@ from anonymizers.records import Records, encode, from_sets
 LEVELS = (1, 2, 3)
 
 
-def _tree(hierarchy):
-    if hierarchy is None:
-        from anonymizers.hierarchy import icd9cm
-        return icd9cm()
-    return hierarchy
+def _tree(hierarchy, code_system: str | None = None):
+    """``hierarchy`` if given, else the tree of ``code_system`` (default ICD-9-CM)."""
+    if hierarchy is not None:
+        if code_system is not None:
+            raise ParameterError("code_system", "give a hierarchy or a code system, not both")
+        return hierarchy
+    from anonymizers.hierarchy import for_system
+    return for_system("icd9cm" if code_system is None else code_system)
 
 
 def _distinct(codes: Iterable[str]) -> list[str]:
@@ -83,11 +97,13 @@ def _check_level(level) -> int:
     return int(level)
 
 
-def hierarchy_policy(codes: Iterable[str], level: int, hierarchy=None) -> list[list[str]]:
+def hierarchy_policy(codes: Iterable[str], level: int, hierarchy=None,
+                     code_system: str | None = None) -> list[list[str]]:
     """Level 1/2/3 hierarchy-based policy over ``codes`` (see module docstring).
-    ``hierarchy`` defaults to ICD-9-CM (``anonymizers.hierarchy.icd9cm()``)."""
+    ``hierarchy`` defaults to the tree of ``code_system`` (``icd9cm``, the
+    default, or ``icd10cm``)."""
     level = _check_level(level)
-    tree = _tree(hierarchy)
+    tree = _tree(hierarchy, code_system)
     groups: dict[str, list[str]] = {}
     for code in _distinct(codes):
         node = _group_node(tree, code, level)
@@ -97,23 +113,24 @@ def hierarchy_policy(codes: Iterable[str], level: int, hierarchy=None) -> list[l
 
 
 def unplaced_codes(codes: Iterable[str], level: int | None = None,
-                   hierarchy=None) -> list[str]:
+                   hierarchy=None, code_system: str | None = None) -> list[str]:
     """Codes of ``codes`` that the hierarchy cannot place: not in the tree or,
     for a given ``level``, above that level's grouping node.  Sorted."""
-    tree = _tree(hierarchy)
+    tree = _tree(hierarchy, code_system)
     if level is None:
         return [c for c in _distinct(codes) if c not in tree]
     level = _check_level(level)
     return [c for c in _distinct(codes) if _group_node(tree, c, level) is None]
 
 
-def similarity_policy(codes: Iterable[str], size: int, hierarchy=None) -> list[list[str]]:
+def similarity_policy(codes: Iterable[str], size: int, hierarchy=None,
+                      code_system: str | None = None) -> list[list[str]]:
     """sim ``size`` policy: groups of ``size`` codes consecutive in hierarchy
     order (see module docstring).  Codes not in the hierarchy are left out."""
     if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
         raise ParameterError("size", f"must be a positive integer (5, 10, 25, 100 in the "
                              f"paper); got {size!r}")
-    tree = _tree(hierarchy)
+    tree = _tree(hierarchy, code_system)
     placed = [c for c in _distinct(codes) if c in tree]
     ordered = sorted(placed, key=lambda c: (tree.path(c)[::-1], c))
     return [sorted(ordered[i:i + size]) for i in range(0, len(ordered), size)]

