@@ -91,15 +91,16 @@ def universe(forward: pd.DataFrame, backward: pd.DataFrame | None) -> set[str]:
     return codes
 
 
-def compact(listed: set[str], codes: set[str]) -> dict[str, str]:
+def prefix_counts(codes) -> Counter:
+    """prefix (>= MIN_PREFIX chars) -> how many of ``codes`` start with it."""
+    return Counter(c[:n] for c in codes for n in range(MIN_PREFIX, len(c) + 1))
+
+
+def compact(listed: set[str], under: Counter) -> dict[str, str]:
     """code -> the shortest prefix (>= MIN_PREFIX chars) under which every
-    code of ``codes`` (the universe) is in ``listed``."""
-    under: Counter = Counter()
-    hit: Counter = Counter()
-    for c in codes | listed:
-        for n in range(MIN_PREFIX, len(c) + 1):
-            under[c[:n]] += 1
-            hit[c[:n]] += c in listed
+    universe code (``under = prefix_counts(universe)``) is in ``listed``,
+    a subset of the universe."""
+    hit = prefix_counts(listed)
     out = {}
     for c in listed:
         out[c] = next((c[:n] for n in range(MIN_PREFIX, len(c) + 1)
@@ -120,7 +121,7 @@ def translate_screening(policy: dict, forward, backward, codes) -> tuple[dict, p
         rule = dict(rule)
         if rule["field"] == "dx" and rule.get("prefixes"):
             rows = _with_extensions(_rule_trace(rule, forward, backward), codes)
-            prefix_of = compact(set(rows["icd10"]), codes)
+            prefix_of = compact(set(rows["icd10"]), prefix_counts(codes))
             rows["icd10_prefix"] = rows["icd10"].map(prefix_of)
             trace.append(rows)
             rule["icd9_prefixes"] = list(rule["prefixes"])
@@ -178,10 +179,11 @@ def translate_groups(forward, backward, codes, level: dict) -> pd.DataFrame:
                      " ".join(f"{g}:{n}" for g, n in sorted(count.items()))))
     per_code = pd.DataFrame(rows, columns=["icd10", "group", "icd9", "gem", "conflict",
                                            "candidates"])
+    under = prefix_counts(codes)
     parts = []
     listed = per_code[per_code["group"] != level["fallback"]]  # OTHER: the fallback's
     for group, sub in listed.groupby("group", sort=True):
-        prefix_of = compact(set(sub["icd10"]), codes)
+        prefix_of = compact(set(sub["icd10"]), under)
         parts.append(sub.assign(prefix=sub["icd10"].map(prefix_of)))
     coded = pd.concat(parts)
     out = coded.groupby("prefix", sort=True).agg(
@@ -229,11 +231,55 @@ HEADER = """# Screening policy hhp-2012-icd10-v1: the section 2 lists of hhp-201
 """
 
 
+def screening_tables(policy: dict, trace: pd.DataFrame, forward) -> str:
+    """Markdown: per ICD-9 entry its ICD-10 prefixes and GEM flags, then the
+    ICD-9 codes the GEM maps ambiguously (approximate, combination, no map)."""
+    fwd = forward.assign(icd9=forward["source"])
+    lines = ["| rule | ICD-9 entry | ICD-9 codes | ICD-10 codes (fwd/bwd/ext) | ICD-10 prefixes |",
+             "|---|---|---|---|---|"]
+    amb = ["| rule | ICD-9 code | forward GEM | ICD-10 targets |", "|---|---|---|---|"]
+    for rule in policy["member_rules"]:
+        if rule["field"] != "dx" or not rule.get("prefixes"):
+            continue
+        for entry in rule["prefixes"]:
+            ps = expand_prefixes([entry], rule["name"])
+            rows = trace[(trace["rule"] == rule["name"]) & (trace["icd9_entry"] == str(entry))]
+            sub = fwd[fwd["icd9"].str.startswith(ps)]
+            n = {g: rows.loc[rows["gem"] == g, "icd10"].nunique()
+                 for g in ("forward", "backward", "extension")}
+            pref = sorted(set(rows["icd10_prefix"]))
+            shown = ", ".join(pref[:12]) + (f", ... ({len(pref)})" if len(pref) > 12 else "")
+            missing = [p for p in ps if not sub["icd9"].str.startswith(p).any()]
+            lines.append(f"| {rule['name']} | {entry} | {sub['icd9'].nunique()}"
+                         f"{' (none for ' + ', '.join(missing) + ')' if missing else ''} | "
+                         f"{rows['icd10'].nunique()} ({n['forward']}/{n['backward']}/"
+                         f"{n['extension']}) | {shown or '-'} |")
+            for code, g in sub.groupby("icd9", sort=True):
+                kinds = [k for k in ("approximate", "combination", "no_map") if (g[k] == "1").any()]
+                if kinds:
+                    amb.append(f"| {rule['name']} | {code} | {', '.join(kinds)} | "
+                               f"{' '.join(sorted(set(g['target'])))} |")
+    return "\n".join(lines) + "\n\n" + "\n".join(amb) + "\n"
+
+
+def group_table(pcg: pd.DataFrame) -> str:
+    """Markdown: per primary condition group, its ICD-10 codes and conflicts."""
+    agg = pcg.groupby("group").agg(prefixes=("prefix", "size"), codes=("codes", "sum"),
+                                   conflicts=("conflicts", "sum"),
+                                   forward_only=("gem", lambda s: int((s == "forward").sum())))
+    lines = ["| group | ICD-10 prefixes | ICD-10 codes | codes with a conflict | "
+             "prefixes from the forward GEM only |", "|---|---|---|---|---|"]
+    lines += [f"| {g} | {r.prefixes} | {r.codes} | {r.conflicts} | {r.forward_only} |"
+              for g, r in agg.iterrows()]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gem", required=True, help="ICD-9 -> ICD-10-CM GEM (csv, csv.gz)")
     ap.add_argument("--backward-gem", help="ICD-10-CM -> ICD-9 GEM (csv, csv.gz)")
     ap.add_argument("--out", default=str(HERE))
+    ap.add_argument("--tables", help="also write the markdown tables of docs/hhp-icd10.md here")
     args = ap.parse_args(argv)
     out = Path(args.out)
     forward = read_gem(args.gem, "icd9cm", "icd10cm")
@@ -247,8 +293,11 @@ def main(argv=None) -> None:
         HEADER + yaml.safe_dump(doc, sort_keys=False, width=100))
     trace.to_csv(out / "screening_icd10_trace.csv", index=False)
     level = load_hierarchies(HERE / "hierarchies.yaml")["dx"].levels[0]
-    translate_groups(forward, backward, codes, level).to_csv(out / "icd10_pcg.csv",
-                                                             index=False)
+    pcg = translate_groups(forward, backward, codes, level)
+    pcg.to_csv(out / "icd10_pcg.csv", index=False)
+    if args.tables:
+        Path(args.tables).write_text(screening_tables(policy, trace, forward) + "\n"
+                                     + group_table(pcg))
     (out / "hierarchies_icd10_v1.yaml").write_text(
         "# GENERATED by translate_icd10.py: hierarchies.yaml with the dx level in "
         "ICD-10-CM.\n" + yaml.safe_dump(hierarchies_doc(), sort_keys=False))
