@@ -34,6 +34,9 @@ GEM does not map takes the ICD-9 codes the forward GEM maps to it.  Each
 candidate's group is read from ``icd9_pcg.csv`` by the ICD-9 rules of
 ``groupings``; the code takes the group of most candidates, a tie going to the
 group of the first candidate in GEM order (scenario 1, choice list 1).
+Candidates in no group (OTHER, e.g. the E-code half of an injury's
+combination entry, T36.0X2A -> 960.0 + E950.4) do not vote unless no
+candidate has a group: OTHER is the absence of a group, not a condition.
 
 Codes whose group is the fallback (OTHER) are left out: they fall back to it
 when read, and are counted as fallback values as in ICD-9.
@@ -173,8 +176,10 @@ def translate_groups(forward, backward, codes, level: dict) -> pd.DataFrame:
     for code, (gem, icd9s) in cand.items():
         groups = [group_of(level, c) for c in icd9s]
         count = Counter(groups)
-        top = max(count.values())
-        winner = next(g for g in groups if count[g] == top)  # tie: first in GEM order
+        voters = [g for g in groups if g != level["fallback"]] or groups
+        votes = Counter(voters)
+        top = max(votes.values())
+        winner = next(g for g in voters if votes[g] == top)  # tie: first in GEM order
         rows.append((code, winner, icd9s, gem, len(count) > 1,
                      " ".join(f"{g}:{n}" for g, n in sorted(count.items()))))
     per_code = pd.DataFrame(rows, columns=["icd10", "group", "icd9", "gem", "conflict",
