@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from anonymizers.claims import HHPConfig, hhp_release, screen
 from anonymizers.claims.codes import expand_prefixes
@@ -76,6 +78,41 @@ def test_groups_agree_with_the_icd9_group_of_the_equivalent_code(icd10, icd9):
     lv9 = load_hierarchies()["dx"].levels[0]
     code = icd10.replace(".", "").upper()
     assert group_of(lv10, code) == group_of(lv9, icd9) != lv9["fallback"]
+
+
+PCG = read(DATA / "icd10_pcg.csv")
+UNIVERSE_SAMPLE = sorted(PCG["prefix"].str.pad(7, side="right", fillchar="X").str[:7])[::97]
+icd10_like = st.one_of(
+    st.sampled_from(UNIVERSE_SAMPLE + ["B20", "F1011", "T7411XD", "I10", "Z0000", "S72001A"]),
+    st.from_regex(r"[A-Z][0-9][0-9A-Z](\.?[0-9A-Z]{0,4})?", fullmatch=True))
+
+
+PCG_BY_LETTER = {k: list(zip(g["prefix"], g["group"]))
+                 for k, g in PCG.groupby(PCG["prefix"].str[0])}
+POLICY10 = named_policy(ICD10)
+LISTED10 = tuple(p for r in POLICY10.member_rules if r.field == "dx" for p in r.prefixes)
+
+
+@settings(max_examples=150, deadline=None)
+@given(code=icd10_like, lower=st.booleans())
+def test_group_and_screening_of_any_icd10_string_follow_the_files(code, lower):
+    """Against a brute force over the files: the group is the one of the
+    longest prefix in icd10_pcg.csv (else OTHER), and a member is flagged
+    iff a listed prefix starts the code; dots and case do not matter."""
+    written = code.lower() if lower else code
+    clean = code.replace(".", "")
+    hits = [(len(p), g) for p, g in PCG_BY_LETTER.get(clean[0], []) if clean.startswith(p)]
+    want = max(hits)[1] if hits else "OTHER"
+    assert group_of(load_hierarchies(ICD10)["dx"].levels[0], clean) == want
+    assert hhp_groups(written) == want
+    assert (flagged(claims([("A", written)]), POLICY10) == {"A"}) == clean.startswith(LISTED10)
+
+
+def hhp_groups(dx: str) -> str:
+    """The dx group a release encodes for one claim (normalisation included)."""
+    from anonymizers.claims.codes import undotted
+    enc = load_hierarchies(ICD10)["dx"].encode(undotted([dx]))
+    return enc.labels[0][enc.code0[0]]
 
 
 # --- traceability --------------------------------------------------------------
