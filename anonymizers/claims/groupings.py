@@ -10,6 +10,9 @@ Grouping rules, as the files are read:
   [first, last] (same kind: digits, V or E).  When several rows cover a
   code, the longest prefix wins, then the narrowest range ('4292' beats
   '429', '036-038' beats '001-139'); a tie between groups is a file error.
+- ``icd10_prefixes`` (``icd10_pcg.csv``, policy ``hhp-2012-icd10-v1``): a
+  row ``prefix, group`` covers the undotted ICD-10-CM codes starting with
+  ``prefix``; the longest prefix wins (the generated file has no nesting).
 - ``numeric_ranges`` (``cpt_groups.csv``): five-digit codes whose value lies
   in [first, last]; ``column`` picks the label (``group`` or ``section``).
 - ``code_table`` (place of service, specialty): exact keys, compared
@@ -17,6 +20,11 @@ Grouping rules, as the files are read:
 
 A code in no group gets the level's ``fallback`` label (OTHER), an empty value
 the ``missing`` label (NONE); both are counted by ``Encoding.fallback``.
+
+A hierarchy file may name another in ``extends`` (same folder): its ``qis``
+are those of that file, replaced one by one by its own.  ``load_hierarchies``
+takes a path or a policy name of ``NAMED`` (``hhp-2012-v1`` for ICD-9-CM,
+``hhp-2012-icd10-v1`` for ICD-10-CM).
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ from anonymizers.errors import InputError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hhp"
 DEFAULT_HIERARCHIES = DATA / "hierarchies.yaml"
+NAMED = {"hhp-2012-v1": DEFAULT_HIERARCHIES,
+         "hhp-2012-icd10-v1": DATA / "hierarchies_icd10_v1.yaml"}
+MAX_CODE = {"icd9_ranges": 5, "icd10_prefixes": 7}  # longest code a prefix rule reads
 SUPPRESSED = "*"
 
 
@@ -66,18 +77,19 @@ class QIHierarchy:
 
 
 def load_hierarchies(path: str | Path | None = None) -> dict[str, QIHierarchy]:
-    """Every quasi-identifier's hierarchy, by name (cached per path)."""
-    return dict(_load(str(Path(path) if path is not None else DEFAULT_HIERARCHIES)))
+    """Every quasi-identifier's hierarchy, by name (cached per path).
+
+    ``path``: a hierarchy file, or a name of ``NAMED``; None is ``hhp-2012-v1``.
+    """
+    if path is None or str(path) in NAMED:
+        path = NAMED[str(path or "hhp-2012-v1")]
+    return dict(_load(str(Path(path))))
 
 
 @lru_cache(maxsize=4)
 def _load(path: str) -> tuple:
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise InputError(path, "hierarchy file not found") from None
     out = []
-    for name, spec in (doc or {}).get("qis", {}).items():
+    for name, spec in _qis(Path(path)).items():
         levels = tuple(_level(lv, Path(path).parent, f"{path}: {name}")
                        for lv in spec["levels"])
         if levels[-1]["kind"] != "suppressed" or any(lv["kind"] == "suppressed"
@@ -87,6 +99,22 @@ def _load(path: str) -> tuple:
         _check_nesting(name, levels, path)
         out.append((name, QIHierarchy(name, spec.get("scope", "claim"), levels, numeric, path)))
     return tuple(out)
+
+
+def _qis(path: Path, seen: tuple = ()) -> dict:
+    """The ``qis`` of a hierarchy file, those of the file it ``extends`` first."""
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise InputError(str(path), "hierarchy file not found") from None
+    qis = {}
+    if doc.get("extends"):
+        base = path.parent / doc["extends"]
+        if base in seen + (path,):
+            raise InputError(str(path), f"extends {doc['extends']} in a cycle")
+        qis.update(_qis(base, seen + (path,)))
+    qis.update(doc.get("qis") or {})
+    return qis
 
 
 def _level(lv: dict, folder: Path, where: str) -> dict:
@@ -129,6 +157,18 @@ def _icd9_rules(table: pd.DataFrame, column: str, where: str) -> dict:
     return best
 
 
+def _icd10_rules(table: pd.DataFrame, column: str, where: str) -> dict:
+    """prefix -> (1, label), the shape of ``_icd9_rules``; a prefix twice is
+    a file error."""
+    best: dict[str, tuple[int, str]] = {}
+    for label, prefix in zip(table[column], table["prefix"]):
+        p = prefix.strip().replace(".", "").upper()
+        if not p or len(p) > MAX_CODE["icd10_prefixes"] or p in best:
+            raise InputError(where, f"bad or repeated prefix {prefix!r}")
+        best[p] = (1, label)
+    return best
+
+
 def _numeric_rules(table: pd.DataFrame, column: str, where: str) -> list:
     rules = sorted((int(f), int(t), lab) for f, t, lab in zip(table["first"], table["last"],
                                                              table[column]))
@@ -149,7 +189,8 @@ def _table_rules(table: pd.DataFrame, column: str, where: str) -> dict:
     return out
 
 
-_RULE_READERS = {"icd9_ranges": _icd9_rules, "numeric_ranges": _numeric_rules,
+_RULE_READERS = {"icd9_ranges": _icd9_rules, "icd10_prefixes": _icd10_rules,
+                 "numeric_ranges": _numeric_rules,
                  "code_table": _table_rules}
 
 
@@ -169,8 +210,8 @@ def group_of(level: dict, code: str) -> str:
 def _lookup(level: dict, code: str) -> str | None:
     """The group a rule of the file gives ``code``, or None."""
     rules = level["rules"]
-    if level["kind"] == "icd9_ranges":
-        for n in range(min(len(code), 5), 0, -1):
+    if level["kind"] in MAX_CODE:
+        for n in range(min(len(code), MAX_CODE[level["kind"]]), 0, -1):
             hit = rules.get(code[:n])
             if hit is not None:
                 return hit[1]
@@ -195,7 +236,7 @@ def level_labels(level: dict) -> list[str]:
     if kind == "bins":
         return [lab for _, _, lab in level["bins"]]
     rules = level["rules"]
-    groups = ([lab for _, lab in rules.values()] if kind == "icd9_ranges" else
+    groups = ([lab for _, lab in rules.values()] if kind in MAX_CODE else
               [lab for *_, lab in rules] if kind == "numeric_ranges" else list(rules.values()))
     return sorted(set(groups) | {level["fallback"], level["missing"]})
 
@@ -240,7 +281,7 @@ def _lift(first: dict, upper: dict, label: str) -> str:
 
 def _check_nesting(name: str, levels: tuple, path: str) -> None:
     first = levels[0]
-    if first["kind"] in ("icd9_ranges", "numeric_ranges", "code_table"):
+    if first["kind"] in (*MAX_CODE, "numeric_ranges", "code_table"):
         first["lift"] = {}
         for up in levels[1:]:
             if up["kind"] == "suppressed":
@@ -262,7 +303,7 @@ def _check_nesting(name: str, levels: tuple, path: str) -> None:
 
 
 def _paired_labels(first: dict, up: dict) -> list[tuple[str, str]]:
-    if first["kind"] == "icd9_ranges":
+    if first["kind"] in MAX_CODE:
         return [(first["rules"][p][1], up["rules"][p][1]) for p in first["rules"]]
     if first["kind"] == "numeric_ranges":
         upper = {(f, t): lab for f, t, lab in up["rules"]}

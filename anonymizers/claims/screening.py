@@ -11,6 +11,10 @@ HCPCS level II, or a three digit revenue/chapter code).  A claim rule of scope
 A rule whose column is absent is not applied and the report says so.
 
 ``screen(claims_df, policy)`` is usable alone: other methods screen first.
+``policy`` may be a name of ``NAMED_POLICIES``: ``hhp-2012-v1`` (the paper's
+ICD-9-CM lists) or ``hhp-2012-icd10-v1`` (the same lists in ICD-10-CM, made
+through CMS's GEMs by ``anonymizers/data/hhp/translate_icd10.py``; see
+docs/hhp-icd10.md).  Codes are compared undotted and upper-case in both.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ import pyarrow as pa
 from anonymizers.claims.codes import CodeIndex, code_values, split_code_lists
 from anonymizers.claims.comparison import compare_excluded
 from anonymizers.claims.inputs import normalize
-from anonymizers.claims.policy import ScreeningPolicy, load_policy
+from anonymizers.claims.policy import DATA, DEFAULT_POLICY, ScreeningPolicy, load_policy
+from anonymizers.errors import InputError
 
 DAY = np.timedelta64(1, "D")
+NAMED_POLICIES = {"hhp-2012-v1": DEFAULT_POLICY,
+                  "hhp-2012-icd10-v1": DATA / "screening_policy_icd10_v1.yaml"}
 COLUMN_OF_FIELD = {"dx": "dx_code", "procedure": "procedure_code",
                    "place_of_service": "place_of_service"}
 
@@ -51,11 +58,25 @@ class ScreeningResult:
     policy_version: str
 
 
-def screen(claims_df: pd.DataFrame, policy: ScreeningPolicy | None = None,
+def named_policy(name: str) -> ScreeningPolicy:
+    """The bundled policy called ``name`` (a key of ``NAMED_POLICIES``)."""
+    if name not in NAMED_POLICIES:
+        raise InputError("policy", f"unknown screening policy {name!r}; known: "
+                         f"{sorted(NAMED_POLICIES)}")
+    policy = load_policy(NAMED_POLICIES[name])
+    if policy.version != name:
+        raise InputError(str(NAMED_POLICIES[name]), f"file has version {policy.version!r}, "
+                         f"expected {name!r}")
+    return policy
+
+
+def screen(claims_df: pd.DataFrame, policy: ScreeningPolicy | str | None = None,
            compare: bool = True) -> ScreeningResult:
     """Screen a claims table (format: ``anonymizers.claims``) with ``policy``
-    (default: the bundled v1 policy)."""
-    policy = policy if policy is not None else load_policy()
+    (a ScreeningPolicy or a name of ``NAMED_POLICIES``; default: the bundled
+    v1 policy)."""
+    policy = named_policy(policy) if isinstance(policy, str) else (
+        policy if policy is not None else load_policy())
     norm, present = normalize(claims_df)
     kept, removed, report = screen_normalized(norm, present, policy, compare)
     return ScreeningResult(claims=claims_df.iloc[np.flatnonzero(kept)], kept=kept,
