@@ -17,6 +17,7 @@ from anonymizers.claims import HHPConfig, hhp_release
 from anonymizers.cli.hhp import read_claims
 from anonymizers.synthetic import SyntheticConfig, generate
 from anonymizers.verify.claims import verify_release
+from anonymizers.verify.verdict import Verdict
 
 SEED = 11
 # small risk experiment so that a run takes seconds; the same in CLI and library
@@ -197,6 +198,35 @@ def test_release_keeping_nothing_is_an_error(tables, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_release_failing_verification_is_not_written(tables, tmp_path, capsys, monkeypatch):
+    import anonymizers.cli.hhp as cli
+
+    monkeypatch.setattr(cli, "verify_hhp", lambda *a: Verdict.from_violations(
+        "test", 1, ["a planted violation"]))
+    m, c = write(tmp_path, *tables)
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", *FAST_ARGS) == 1
+    out = capsys.readouterr()
+    assert json.loads(out.out)["verdict"]["violations"] == ["a planted violation"]
+    assert "failed verification" in out.err and not (tmp_path / "out").exists()
+
+
+def test_unknown_screening_policy(tables, tmp_path, capsys):
+    m, c = write(tmp_path, *tables)
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--screening-policy", "hhp-1999") == 2
+    one_error_line(capsys, "--screening-policy hhp-1999", "hhp-2012-v1")
+
+
+def test_options_reach_the_config(tables, tmp_path, capsys):
+    m, c = write(tmp_path, *tables)
+    assert hhp(m, c, tmp_path / "out", "--seed", "4", "--max-sup", "0.2", "--k", "3",
+               "--qis", "dx,age,sex", "--node", "dx=suppressed,age=suppressed,sex=value",
+               *FAST_ARGS) == 0
+    metrics = json.loads(capsys.readouterr().out)["metrics"]
+    assert metrics["chosen_node"] == {"dx": "suppressed", "age": "suppressed", "sex": "value"}
+    assert metrics["qis_used"] == ["dx", "age", "sex"]
+    assert (metrics["k"], metrics["max_sup"], metrics["sample_size"]) == (3, 0.2, 300)
+
+
 def test_seed_is_required(tables, tmp_path, capsys):
     m, c = write(tmp_path, *tables)
     with pytest.raises(SystemExit) as exc:
@@ -208,3 +238,46 @@ def test_listed_in_help(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "hhp" in capsys.readouterr().out
+
+
+def synpuf_files(folder):
+    """members.csv and claims.csv from the DE-SynPUF TestB files as CMS
+    publishes them: the 2008 beneficiary summary, inpatient, outpatient and
+    carrier (TestBA) claims; claims without a from-date are left out."""
+    bene = pd.read_csv(folder / "DE1_0_2008_Beneficiary_Summary_File_Sample_TestB.csv.gz",
+                       dtype=str, keep_default_na=False)
+    members = pd.DataFrame({"member_id": bene["DESYNPUF_ID"],
+                            "sex": bene["BENE_SEX_IDENT_CD"],
+                            "birth_date": bene["BENE_BIRTH_DT"]})
+    parts = []
+    for kind in ("Inpatient_Claims_Sample_TestB", "Outpatient_Claims_Sample_TestB",
+                 "Carrier_Claims_Sample_TestBA"):
+        c = pd.read_csv(folder / f"DE1_0_2008_to_2010_{kind}.csv.gz", dtype=str,
+                        keep_default_na=False)
+        c = c[c["CLM_FROM_DT"] != ""]
+        parts.append(pd.DataFrame({
+            "member_id": c["DESYNPUF_ID"], "claim_id": c["CLM_ID"],
+            "service_date": c["CLM_FROM_DT"], "dx_code": c["ICD9_DGNS_CD_1"],
+            "procedure_code": c["HCPCS_CD_1"],
+            "length_of_stay": c.get("CLM_UTLZTN_DAY_CNT", "0")}))
+    return members, pd.concat(parts, ignore_index=True)
+
+
+@pytest.mark.datasets
+def test_synpuf_testb_release_verifies(datasets_dir, tmp_path, capsys):
+    members, claims = synpuf_files(datasets_dir / "synpuf" / "cms_bfd_sample_testB")
+    m, c = write(tmp_path, members, claims)
+    assert hhp(m, c, tmp_path / "release", "--seed", "2012", "--key", str(tmp_path / "key.csv"),
+               "--sample-size", "1000", "--max-evaluations", "20") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"]["ok"] and report["seed"] == 2012
+    assert 0 < report["metrics"]["members_removed_by_screening"]
+    release = tmp_path / "release"
+    iso = {c: [f"{d[:4]}-{d[4:6]}-{d[6:]}" for d in t[c]]
+           for t, c in ((members, "birth_date"), (claims, "service_date"))}
+    independent = library_input(members.assign(birth_date=iso["birth_date"]),
+                                claims.assign(service_date=iso["service_date"]))
+    verdict = verify_release(read(release / "members.csv"), read(release / "claims.csv"),
+                             json.loads((release / "metrics.json").read_text()),
+                             read(tmp_path / "key.csv"), independent)
+    assert verdict.ok, verdict.violations
