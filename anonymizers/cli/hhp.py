@@ -96,8 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="member_id,claim_id,service_date,dx_code[,age_at_service,...]")
     parser.add_argument("--output", dest="output_dir", required=True, metavar="DIR",
                         help=f"folder to write {', '.join(FILES)} in (created if missing)")
-    parser.add_argument("--seed", type=int, required=True,
-                        help="seed of every random choice (risk sampling, pseudonyms)")
+    parser.add_argument("--seed", type=int, required=True, metavar="N",
+                        help="seed of every random choice (risk sampling, pseudonyms); "
+                             "recorded in the metrics")
     parser.add_argument("--screening-policy", default="hhp-2012-v1", metavar="NAME|YAML",
                         help=f"bundled policy ({', '.join(POLICIES)}; default hhp-2012-v1) "
                              "or a policy YAML file")
