@@ -30,6 +30,7 @@ COMMANDS = {
     "reconstruct": ("reconstruct", "draw a dataset from a disassociated one"),
     "gccens": ("gccens", "GCCens censoring of repeated codes under k-map"),
     "lda": ("lda", "LDA for longitudinal (ICD, age) records"),
+    "hhp": ("hhp", "HHP claims release: screening, truncation, recoding (El Emam 2012)"),
     "attack-successive": ("attack", "attack successive releases of a method (issue 25)"),
 }
 

@@ -1,0 +1,270 @@
+"""``python -m anonymizers hhp``: the Heritage Health Prize claims release
+(El Emam et al., JMIR 2012, Multimedia Appendix; ``anonymizers.claims``):
+screening (section 2), truncation (section 1) and global recoding to the
+least-loss lattice node whose measured risk is at most MaxSup (sections 5-11).
+
+    python -m anonymizers hhp --members members.csv --claims claims.csv \\
+        --output release/ --seed 2012 [--max-sup 0.05 --k 5 --p-max 5 ...] \\
+        [--key key.csv]
+
+Input, two CSV files (plain or gzip, UTF-8, a header line):
+
+- ``--members``: ``member_id,sex[,birth_date]``, one row per member; sex
+  ``1``/``2`` or ``M``/``F`` (CMS: 1 = male); birth_date ``YYYYMMDD`` or
+  ``YYYY-MM-DD`` (DE-SynPUF's beneficiary summary, renamed).
+- ``--claims``: ``member_id,claim_id,service_date,dx_code`` and optionally
+  ``age_at_service``, ``other_dx_codes``, ``procedure_code``,
+  ``place_of_service``, ``specialty``, ``length_of_stay`` (the columns of
+  ``anonymizers.claims``); dx_code may be empty.
+
+Reading chosen: a claim's age is its ``age_at_service`` when the claims have
+that column, otherwise the member's age in whole calendar years on the
+service date (a birthday on 29 February counts from 1 March in other years).
+A claim whose member is not in ``--members`` is an input error; members
+without claims are not released (they have nothing to release).
+
+Output: ``DIR/members.csv`` and ``DIR/claims.csv`` (the release),
+``DIR/metrics.json`` (the method's record, which the verifier reads: chosen
+node, policy version, truncation threshold); a JSON report ``{"seed",
+"metrics", "verdict", "files"}`` on stdout.  ``--key`` writes the pseudonym
+-> source member id key (identifying: never release it).
+
+Seed: ``--seed`` is required (as for ``disassociate``, ``dummies`` and
+``reconstruct``) and recorded in the metrics and the report.  The release
+is verified by ``anonymizers.verify.claims`` unless ``--no-verify`` (as for
+``ugaclip``); a release that fails it is not written (exit 1).  A release
+that would keep no member is refused (exit 2), as an unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from contextlib import contextmanager
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from anonymizers.claims import HHPConfig, hhp_release
+from anonymizers.claims.inputs import OPTIONAL, _dates, _sex
+from anonymizers.claims.policy import DEFAULT_POLICY
+from anonymizers.errors import InputError
+from anonymizers.io import read_table, write_json
+from anonymizers.verify.claims import verify_hhp
+
+POLICIES = {"hhp-2012-v1": DEFAULT_POLICY}  # bundled screening policies by version
+MEMBER_REQUIRED, MEMBER_OPTIONAL = ["member_id", "sex"], ["birth_date"]
+CLAIM_REQUIRED = ["member_id", "claim_id", "service_date"]
+CLAIM_OPTIONAL = ["dx_code", "age_at_service"] + [c for c in OPTIONAL if c != "birth_date"]
+FILES = ("members.csv", "claims.csv", "metrics.json")
+# the value a message of anonymizers.claims.inputs ends with: ": '...'", ", got '...'"
+QUOTED = re.compile(r"(:|,\s*got)\s+('[^']*'|\"[^\"]*\"|-?[\d.]+|nan|None|NaT)$")
+DEFAULTS = {f.name: f.default for f in fields(HHPConfig)}
+
+# HHPConfig fields given as options: (type, help); defaults stay in HHPConfig
+NUMBERS = {
+    "k": (int, "equivalence-class threshold of a sampled member (section 5, 4.b.iii)"),
+    "max_sup": (float, "MaxSup: highest mean proportion of high-risk members (section 5)"),
+    "p_max": (int, "p_m of eq. (1): most values per quasi-identifier the adversary knows"),
+    "eta_sd": (float, "eta is capped at the mean plus this many standard deviations"),
+    "truncation_percentile": (float, "members keep at most this percentile of claims "
+                              "per member (section 1)"),
+    "sample_size": (int, "members drawn per risk iteration (section 5, 4.a)"),
+    "max_iterations": (int, "most risk iterations per lattice node"),
+    "min_iterations": (int, "iterations before the stopping rule may stop"),
+    "ci_halfwidth": (float, "stop once the 95%% CI is within +- this (0: run max)"),
+    "max_evaluations": (int, "most lattice nodes the search evaluates"),
+    "marketer_population": (int, "population size of the marketer risk (section 6)"),
+}
+LISTS = {  # comma-separated lists
+    "qis": "quasi-identifiers to use",
+    "marketer_qis": "member quasi-identifiers a marketer's list holds",
+    "rare_visible_codes": "ICD-9 codes or prefixes of rare visible diseases to screen out, "
+                          "added to the policy's",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--members", required=True, metavar="CSV",
+                        help="member_id,sex[,birth_date]")
+    parser.add_argument("--claims", required=True, metavar="CSV",
+                        help="member_id,claim_id,service_date,dx_code[,age_at_service,...]")
+    parser.add_argument("--output", dest="output_dir", required=True, metavar="DIR",
+                        help=f"folder to write {', '.join(FILES)} in (created if missing)")
+    parser.add_argument("--seed", type=int, required=True, metavar="N",
+                        help="seed of every random choice (risk sampling, pseudonyms); "
+                             "recorded in the metrics")
+    parser.add_argument("--screening-policy", default="hhp-2012-v1", metavar="NAME|YAML",
+                        help=f"bundled policy ({', '.join(POLICIES)}; default hhp-2012-v1) "
+                             "or a policy YAML file")
+    parser.add_argument("--hierarchies", metavar="YAML", default=None,
+                        help="generalization hierarchies (default: the bundled file)")
+    for name, (kind, text) in NUMBERS.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=argparse.SUPPRESS,
+                            help=f"{text} (default {DEFAULTS[name]})")
+    parser.add_argument("--p-rounding", choices=["round", "ceil", "floor"],
+                        default=argparse.SUPPRESS,
+                        help=f"how eq. (1) makes p whole (default {DEFAULTS['p_rounding']})")
+    for name, text in LISTS.items():
+        default = ",".join(DEFAULTS[name]) or "none"
+        parser.add_argument("--" + name.replace("_", "-"), metavar="A,B,...",
+                            type=_comma_list, default=argparse.SUPPRESS,
+                            help=f"{text} (default {default})")
+    parser.add_argument("--node", metavar="QI=LEVEL,...", type=_node, default=argparse.SUPPRESS,
+                        help="release this lattice node instead of searching")
+    parser.add_argument("--key", metavar="CSV", default=None,
+                        help="also write the pseudonym -> source member id key here "
+                             "(identifying: never release it)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="skip the independent verifier (not for releases)")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = _output_dir(args.output_dir)
+    policy = _policy(args.screening_policy)
+    config = _config(args, policy)
+    with _no_values(args.claims):
+        claims = read_claims(args.members, args.claims)
+        result = hhp_release(claims, config)
+    if len(result.members) == 0 or len(result.claims) == 0:
+        raise InputError(str(args.claims), "the release would keep no member or no claim "
+                         f"(screening removed {result.metrics['members_removed_by_screening']}"
+                         f" of {result.metrics['input']['members']} members); nothing written")
+    verdict = None if args.no_verify else verify_hhp(result, claims, config.policy_path,
+                                                     config.hierarchies_path)
+    report = {"seed": result.metrics["seed"], "metrics": result.metrics,
+              "verdict": None if verdict is None else verdict.as_dict(),
+              "files": [str(out / f) for f in FILES]}
+    if verdict is not None and not verdict.ok:
+        print(json.dumps(report, indent=1, default=_jsonable))
+        print("error: the release failed verification; nothing was written", file=sys.stderr)
+        return 1
+    out.mkdir(exist_ok=True)
+    result.members.to_csv(out / FILES[0], index=False)
+    result.claims.to_csv(out / FILES[1], index=False)
+    write_json(result.metrics, out / FILES[2])
+    if args.key:
+        result.key.to_csv(args.key, index=False)
+    print(json.dumps(report, indent=1, default=_jsonable))
+    return 0
+
+
+def read_claims(members_path, claims_path) -> pd.DataFrame:
+    """The claims table of ``anonymizers.claims`` from the two CSV files: each
+    claim with its member's sex, birth date and age at service.  InputError
+    naming the file, row and field of the first problem."""
+    msrc, csrc = str(members_path), str(claims_path)
+    members = read_table(members_path, MEMBER_REQUIRED, MEMBER_OPTIONAL)
+    claims = read_table(claims_path, CLAIM_REQUIRED, CLAIM_OPTIONAL)
+    if "dx_code" not in claims.columns:
+        raise InputError(csrc, "missing column 'dx_code': the header (first line) must name "
+                         "it (its values may be empty)", field="dx_code")
+    ids = members["member_id"].str.strip()
+    twice = ids.duplicated().to_numpy()
+    if twice.any():
+        raise InputError(msrc, "a member listed twice", row=int(twice.argmax()) + 1,
+                         field="member_id")
+    at = pd.Index(ids).get_indexer(claims["member_id"].str.strip())
+    if (at < 0).any():
+        raise InputError(csrc, "member_id not in the members file",
+                         row=int((at < 0).argmax()) + 1, field="member_id")
+    out = claims.copy()
+    out["sex"] = _sex(members["sex"], msrc)[at]
+    birth = (_dates(members["birth_date"], msrc, "birth_date", required=False)
+             if "birth_date" in members.columns else None)
+    if birth is not None:
+        out["birth_date"] = birth[at]
+    if "age_at_service" not in out.columns:
+        out["age_at_service"] = _ages(birth, at, claims["service_date"], msrc, csrc)
+    return out
+
+
+def _ages(birth, at, service, msrc: str, csrc: str) -> np.ndarray:
+    """Whole calendar years from the member's birth to each service date."""
+    if birth is None:
+        raise InputError(csrc, "no age: give the claims an age_at_service column or the "
+                         "members a birth_date column", field="age_at_service")
+    born = pd.DatetimeIndex(birth[at])
+    if born.isna().any():
+        member = int(at[int(born.isna().argmax())])
+        raise InputError(msrc, "empty value (the claims have no age_at_service column)",
+                         row=member + 1, field="birth_date")
+    day = pd.DatetimeIndex(_dates(service, csrc, "service_date", required=True))
+    before = (day.month < born.month) | ((day.month == born.month) & (day.day < born.day))
+    age = np.asarray(day.year - born.year - before, dtype=np.int64)
+    if (age < 0).any():
+        raise InputError(csrc, "the service date is before the member's birth date",
+                         row=int((age < 0).argmax()) + 1, field="service_date")
+    return age
+
+
+@contextmanager
+def _no_values(claims_path):
+    """Re-raise an InputError of ``anonymizers.claims.inputs`` without the
+    value it quotes (a date, an age: patient data must not reach a log), and
+    with the claims file's name where the library says "claims" (the rows of
+    the frame it reads are the rows of that file)."""
+    try:
+        yield
+    except InputError as exc:
+        source = str(claims_path) if exc.source == "claims" else exc.source
+        problem = QUOTED.sub("", exc.problem)
+        raise InputError(source, problem, exc.row, exc.field) from None
+
+
+def _config(args, policy_path: str) -> HHPConfig:
+    given = {n: getattr(args, n) for n in [*NUMBERS, "p_rounding", *LISTS, "node"]
+             if hasattr(args, n)}
+    return HHPConfig(seed=args.seed, policy_path=policy_path,
+                     hierarchies_path=args.hierarchies, **given)
+
+
+def _policy(value: str) -> str:
+    if value in POLICIES:
+        return str(POLICIES[value])
+    if Path(value).is_file():
+        return value
+    raise InputError(f"--screening-policy {value}", "neither a bundled policy "
+                     f"({', '.join(POLICIES)}) nor a policy file")
+
+
+def _output_dir(value: str) -> Path:
+    """The output folder, checked before any work: it may exist (as a folder)
+    or be created in an existing folder, and must be writable."""
+    out = Path(value)
+    option = f"--output {value}"
+    if out.exists() and not out.is_dir():
+        raise InputError(option, "is a file, not a folder")
+    parent = out if out.is_dir() else out.parent
+    if not parent.is_dir():
+        raise InputError(option, f"the folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InputError(option, "cannot be written (permission denied)")
+    return out
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def _node(text: str) -> dict:
+    pairs = [p.split("=", 1) for p in _comma_list(text)]
+    if not pairs or any(len(p) != 2 for p in pairs):
+        raise argparse.ArgumentTypeError("expected QI=LEVEL,... e.g. dsfc=months,age=10y")
+    return {q.strip(): level.strip() for q, level in pairs}
+
+
+def _jsonable(x):
+    if hasattr(x, "item"):
+        return x.item()
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    return str(x)
+
+
+__all__ = ["add_arguments", "read_claims", "run"]

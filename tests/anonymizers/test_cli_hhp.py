@@ -1,0 +1,283 @@
+"""``python -m anonymizers hhp`` (El Emam et al. 2012) on small DE-SynPUF-shaped
+claims from ``anonymizers.synthetic``: the written release verifies on its own,
+equals the library's, and bad inputs give one line and exit 2."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from contextlib import redirect_stdout
+
+import pandas as pd
+import pytest
+
+from anonymizers.__main__ import main
+from anonymizers.claims import HHPConfig, hhp_release
+from anonymizers.cli.hhp import read_claims
+from anonymizers.synthetic import SyntheticConfig, generate
+from anonymizers.verify.claims import verify_release
+from anonymizers.verify.verdict import Verdict
+
+SEED = 11
+# small risk experiment so that a run takes seconds; the same in CLI and library
+FAST = {"sample_size": 300, "ci_halfwidth": 0.02, "max_evaluations": 15}
+FAST_ARGS = ["--sample-size", "300", "--ci-halfwidth", "0.02", "--max-evaluations", "15"]
+
+
+def synpuf_tables(n_members: int = 200, seed: int = 5):
+    """Members (member_id, sex, birth_date) and claims from the generator's
+    beneficiary summary and inpatient, outpatient and carrier claims."""
+    chunk = next(generate(SyntheticConfig(n_members=n_members, seed=seed,
+                                          claims_per_member=6)))
+    bene = chunk["beneficiary_summary"]
+    bene = bene[bene["year"] == 2008]
+    members = pd.DataFrame({"member_id": bene["desynpuf_id"],
+                            "sex": bene["bene_sex_ident_cd"].astype(str),
+                            "birth_date": bene["bene_birth_dt"]})
+    parts = []
+    for table in ("inpatient_claims", "outpatient_claims", "carrier_claims"):
+        c = chunk[table]
+        parts.append(pd.DataFrame({
+            "member_id": c["desynpuf_id"], "claim_id": c["clm_id"],
+            "service_date": c["clm_from_dt"], "dx_code": c["icd9_dgns_cd_1"],
+            "procedure_code": c["hcpcs_cd_1"],
+            "length_of_stay": c["clm_utlztn_day_cnt"] if "clm_utlztn_day_cnt" in c else 0}))
+    return members.reset_index(drop=True), pd.concat(parts, ignore_index=True)
+
+
+def age(birth: str, day: str) -> int:
+    """Whole years, written apart from the CLI's vectorised version."""
+    b, d = dt.date.fromisoformat(birth), dt.date.fromisoformat(day)
+    return d.year - b.year - ((d.month, d.day) < (b.month, b.day))
+
+
+def library_input(members: pd.DataFrame, claims: pd.DataFrame) -> pd.DataFrame:
+    """The claims table of ``anonymizers.claims`` built here, not by the CLI."""
+    m = members.set_index("member_id")
+    out = claims.copy()
+    out["sex"] = m.loc[out["member_id"], "sex"].to_numpy()
+    out["birth_date"] = m.loc[out["member_id"], "birth_date"].to_numpy()
+    out["age_at_service"] = [age(b, d) for b, d in zip(out["birth_date"], out["service_date"])]
+    return out
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return synpuf_tables()
+
+
+def write(folder, members, claims):
+    members.to_csv(folder / "members.csv", index=False)
+    claims.to_csv(folder / "claims.csv", index=False)
+    return folder / "members.csv", folder / "claims.csv"
+
+
+def hhp(members, claims, out, *extra):
+    return main(["hhp", "--members", str(members), "--claims", str(claims),
+                 "--output", str(out), *extra])
+
+
+@pytest.fixture(scope="module")
+def run(tables, tmp_path_factory):
+    """One CLI run, its exit status, stdout report and files."""
+    folder = tmp_path_factory.mktemp("hhp")
+    members, claims = write(folder, *tables)
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        rc = hhp(members, claims, folder / "release", "--seed", str(SEED),
+                 "--key", str(folder / "key.csv"), *FAST_ARGS)
+    return rc, json.loads(buffer.getvalue()), folder
+
+
+def read(path) -> pd.DataFrame:
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def test_release_is_written_and_verifies_independently(tables, run):
+    rc, report, folder = run
+    assert rc == 0
+    assert report["seed"] == SEED == report["metrics"]["seed"]
+    assert report["verdict"]["ok"] and report["metrics"]["policy_version"] == "hhp-2012-v1"
+    release = folder / "release"
+    members, claims = read(release / "members.csv"), read(release / "claims.csv")
+    metrics = json.loads((release / "metrics.json").read_text())
+    assert len(members) == report["metrics"]["released"]["members"] > 0
+    assert len(claims) == report["metrics"]["released"]["claims"] > 0
+    source = set(tables[0]["member_id"]) | set(tables[1]["claim_id"])
+    assert not source & (set(members["member_id"]) | set(claims["member_id"]))
+    verdict = verify_release(members, claims, metrics, read(folder / "key.csv"),
+                             library_input(*tables))
+    assert verdict.ok, verdict.violations
+
+
+def test_cli_release_equals_library(tables, run):
+    _, report, folder = run
+    lib = hhp_release(library_input(*tables), HHPConfig(seed=SEED, **FAST))
+    release = folder / "release"
+    pd.testing.assert_frame_equal(read(release / "members.csv"), lib.members.astype(str))
+    pd.testing.assert_frame_equal(read(release / "claims.csv"), lib.claims.astype(str))
+    pd.testing.assert_frame_equal(read(folder / "key.csv"), lib.key.astype(str))
+    assert report["metrics"]["chosen_node"] == lib.metrics["chosen_node"]
+
+
+def test_ages_are_whole_calendar_years(tmp_path):
+    members = pd.DataFrame({"member_id": ["a", "b"], "sex": ["1", "F"],
+                            "birth_date": ["19600229", "1950-06-15"]})
+    claims = pd.DataFrame({"member_id": ["a", "a", "b", "b"], "claim_id": list("1234"),
+                           "service_date": ["2009-02-28", "2009-03-01", "20100614",
+                                            "2010-06-15"], "dx_code": ["4019", "", "", ""]})
+    df = read_claims(*write(tmp_path, members, claims))
+    assert df["age_at_service"].tolist() == [48, 49, 59, 60]
+    assert df["sex"].tolist() == ["M", "M", "F", "F"]  # the members file's, mapped
+
+
+def test_claims_age_column_is_used_when_given(tmp_path):
+    members = pd.DataFrame({"member_id": ["a"], "sex": ["2"]})
+    claims = pd.DataFrame({"member_id": ["a"], "claim_id": ["1"], "service_date": ["20090101"],
+                           "dx_code": ["4019"], "age_at_service": ["70"]})
+    assert read_claims(*write(tmp_path, members, claims))["age_at_service"].tolist() == ["70"]
+
+
+def one_error_line(capsys, *fragments):
+    out = capsys.readouterr()
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.err
+    assert "Traceback" not in out.err and out.out == ""
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+    return lines[0]
+
+
+def test_missing_column(tables, tmp_path, capsys):
+    m, c = write(tmp_path, tables[0], tables[1].drop(columns=["service_date"]))
+    assert hhp(m, c, tmp_path / "out", "--seed", "1") == 2
+    one_error_line(capsys, str(c), "'service_date'")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("file, row, column, value", [
+    ("claims", 2, "service_date", "2008-13-45"),
+    ("members", 4, "sex", "X"),  # sex comes from the members file: located there
+    ("members", 3, "birth_date", "19501332"),
+    ("claims", 0, "member_id", "NOT-A-MEMBER"),
+    ("claims", 5, "age_at_service", "-3"),  # refused by the library's normalize
+])
+def test_a_bad_value_names_file_row_field_but_not_the_value(tables, tmp_path, capsys, file,
+                                                            row, column, value):
+    frames = {"members": tables[0].copy(), "claims": tables[1].copy()}
+    if column == "age_at_service":
+        frames["claims"][column] = "70"
+    frames[file].loc[row, column] = value
+    paths = dict(zip(("members", "claims"), write(tmp_path, frames["members"],
+                                                   frames["claims"])))
+    assert hhp(paths["members"], paths["claims"], tmp_path / "out", "--seed", "1") == 2
+    line = one_error_line(capsys, str(paths[file]), f"row {row + 1}", f"'{column}'")
+    assert value not in line.replace(str(tmp_path), "")
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_file(tables, tmp_path, capsys):
+    m, _ = write(tmp_path, *tables)
+    assert hhp(m, tmp_path / "nope.csv", tmp_path / "out", "--seed", "1") == 2
+    one_error_line(capsys, "nope.csv", "file not found")
+
+
+def test_output_that_is_a_file(tables, tmp_path, capsys):
+    m, c = write(tmp_path, *tables)
+    assert hhp(m, c, m, "--seed", "1") == 2
+    one_error_line(capsys, "--output", "is a file")
+
+
+def test_release_keeping_nothing_is_an_error(tables, tmp_path, capsys):
+    claims = tables[1].copy()
+    claims["dx_code"] = "0420"  # HIV: screening removes every member (section 2)
+    m, c = write(tmp_path, tables[0], claims)
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", *FAST_ARGS) == 2
+    one_error_line(capsys, str(c), "keep no member")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_release_failing_verification_is_not_written(tables, tmp_path, capsys, monkeypatch):
+    import anonymizers.cli.hhp as cli
+
+    monkeypatch.setattr(cli, "verify_hhp", lambda *a: Verdict.from_violations(
+        "test", 1, ["a planted violation"]))
+    m, c = write(tmp_path, *tables)
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", *FAST_ARGS) == 1
+    out = capsys.readouterr()
+    assert json.loads(out.out)["verdict"]["violations"] == ["a planted violation"]
+    assert "failed verification" in out.err and not (tmp_path / "out").exists()
+
+
+def test_unknown_screening_policy(tables, tmp_path, capsys):
+    m, c = write(tmp_path, *tables)
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--screening-policy", "hhp-1999") == 2
+    one_error_line(capsys, "--screening-policy hhp-1999", "hhp-2012-v1")
+
+
+def test_options_reach_the_config(tables, tmp_path, capsys):
+    m, c = write(tmp_path, *tables)
+    assert hhp(m, c, tmp_path / "out", "--seed", "4", "--max-sup", "0.2", "--k", "3",
+               "--qis", "dx,age,sex", "--node", "dx=suppressed,age=suppressed,sex=value",
+               *FAST_ARGS) == 0
+    metrics = json.loads(capsys.readouterr().out)["metrics"]
+    assert metrics["chosen_node"] == {"dx": "suppressed", "age": "suppressed", "sex": "value"}
+    assert metrics["qis_used"] == ["dx", "age", "sex"]
+    assert (metrics["k"], metrics["max_sup"], metrics["sample_size"]) == (3, 0.2, 300)
+
+
+def test_seed_is_required(tables, tmp_path, capsys):
+    m, c = write(tmp_path, *tables)
+    with pytest.raises(SystemExit) as exc:
+        hhp(m, c, tmp_path / "out")
+    assert exc.value.code == 2 and "--seed" in capsys.readouterr().err
+
+
+def test_listed_in_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "hhp" in capsys.readouterr().out
+
+
+def synpuf_files(folder):
+    """members.csv and claims.csv from the DE-SynPUF TestB files as CMS
+    publishes them: the 2008 beneficiary summary, inpatient, outpatient and
+    carrier (TestBA) claims; claims without a from-date are left out."""
+    bene = pd.read_csv(folder / "DE1_0_2008_Beneficiary_Summary_File_Sample_TestB.csv.gz",
+                       dtype=str, keep_default_na=False)
+    members = pd.DataFrame({"member_id": bene["DESYNPUF_ID"],
+                            "sex": bene["BENE_SEX_IDENT_CD"],
+                            "birth_date": bene["BENE_BIRTH_DT"]})
+    parts = []
+    for kind in ("Inpatient_Claims_Sample_TestB", "Outpatient_Claims_Sample_TestB",
+                 "Carrier_Claims_Sample_TestBA"):
+        c = pd.read_csv(folder / f"DE1_0_2008_to_2010_{kind}.csv.gz", dtype=str,
+                        keep_default_na=False)
+        c = c[c["CLM_FROM_DT"] != ""]
+        parts.append(pd.DataFrame({
+            "member_id": c["DESYNPUF_ID"], "claim_id": c["CLM_ID"],
+            "service_date": c["CLM_FROM_DT"], "dx_code": c["ICD9_DGNS_CD_1"],
+            "procedure_code": c["HCPCS_CD_1"],
+            "length_of_stay": c.get("CLM_UTLZTN_DAY_CNT", "0")}))
+    return members, pd.concat(parts, ignore_index=True)
+
+
+@pytest.mark.datasets
+def test_synpuf_testb_release_verifies(datasets_dir, tmp_path, capsys):
+    members, claims = synpuf_files(datasets_dir / "synpuf" / "cms_bfd_sample_testB")
+    m, c = write(tmp_path, members, claims)
+    assert hhp(m, c, tmp_path / "release", "--seed", "2012", "--key", str(tmp_path / "key.csv"),
+               "--sample-size", "1000", "--max-evaluations", "20") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"]["ok"] and report["seed"] == 2012
+    assert 0 < report["metrics"]["members_removed_by_screening"]
+    release = tmp_path / "release"
+    iso = {c: [f"{d[:4]}-{d[4:6]}-{d[6:]}" for d in t[c]]
+           for t, c in ((members, "birth_date"), (claims, "service_date"))}
+    independent = library_input(members.assign(birth_date=iso["birth_date"]),
+                                claims.assign(service_date=iso["service_date"]))
+    verdict = verify_release(read(release / "members.csv"), read(release / "claims.csv"),
+                             json.loads((release / "metrics.json").read_text()),
+                             read(tmp_path / "key.csv"), independent)
+    assert verdict.ok, verdict.violations
