@@ -55,9 +55,20 @@ Readings of the text chosen here:
   holds any of the item's unsuppressed codes.  (Before this reading, every
   open code of p went at once: MEPS all-visits k=5 with ICD-9 sections lost
   97,844 of 104,855 code occurrences; see benchmarks/ugaclip.md.)
+* *Restore* (after line 20; not a line of Algorithm 2).  Suppression can
+  leave a code suppressed that no constraint needs suppressed any more (a
+  later merge grew the items around it).  The SI's premise (suppression
+  "only when using generalization would violate the specified" policy)
+  reads as: such a code is given back.  Each suppressed code, those in
+  fewest constraints first (then vocabulary order), is put into an item of
+  its utility constraint (the items in order of their first code, then an
+  item of its own) when every constraint holding it is then held by k
+  records; giving a code back only grows one item, so no other constraint
+  loses support, but it can let a code tried earlier come back: passes are
+  repeated until one gives nothing back.  Measured in benchmarks/ugaclip.md.
 * Suppression can shrink an item and so lower the support of a constraint
   satisfied earlier; the outer loop re-checks every constraint, so such a
-  constraint is taken up again.  Every pass of the outer loop merges two items
+  constraint is taken up again (counted as ``reselections``: the cascades).  Every pass of the outer loop merges two items
   or suppresses a code, so the loop ends after at most 2M passes.
 
 Supports are kept as bitsets (``state.ItemState``); a change marks only the
@@ -152,7 +163,9 @@ class Run:
         self.satisfied = self.vacuous | (self.support >= k)
         self.dirty = np.zeros(len(present), dtype=bool)
         self.counts = {"outer_iterations": 0, "generalizations": 0,
-                       "code_suppressions": 0, "constraint_suppressions": 0}
+                       "code_suppressions": 0, "constraint_suppressions": 0, "restored": 0,
+                       "reselections": 0}
+        self.selected = np.zeros(len(present), dtype=bool)
         self.trace: list[tuple] = []  # (step, constraint or code indices), for tests and audits
 
     def execute(self) -> None:
@@ -160,11 +173,44 @@ class Run:
             self._refresh()
             unsatisfied = ~self.satisfied
             if not unsatisfied.any():
-                return
+                break
             p = int(np.argmax(np.where(unsatisfied, self.support, -1)))
             self.counts["outer_iterations"] += 1
+            self.counts["reselections"] += bool(self.selected[p])  # a cascade undid p
+            self.selected[p] = True
             self.trace.append(("select", p))
             self._satisfy(p)
+        self._restore_pass()
+
+    def _restore_pass(self) -> None:
+        """Give back suppressed codes that no constraint needs suppressed
+        (module docstring, *Restore*), those in fewest constraints first,
+        pass after pass until one gives nothing back."""
+        before = -1
+        while self.counts["restored"] > before:
+            before = self.counts["restored"]
+            self._restore_once()
+
+    def _restore_once(self) -> None:
+        s = self.state
+        gone = np.flatnonzero(s.suppressed[:s.n_codes])
+        n_constraints = np.diff(self.by_code.indptr)[gone]
+        for c in gone[np.lexsort((gone, n_constraints))]:
+            ids = self.by_code[c].indices
+            members = self.util_members[self.util_of[c]]
+            open_members = members[~s.suppressed[members]]
+            targets = [int(m) for m in open_members[np.unique(s.rep[open_members],
+                                                              return_index=True)[1]]]
+            for into in targets + [None]:
+                item = s.restore(int(c), into)
+                support = s.supports(self.padded, self.lengths, ids)
+                if (self.vacuous[ids] | (support >= self.k)).all():
+                    self.support[ids] = support
+                    self.trace.append(("restore", int(c), into))
+                    self._changed(item, merged=True)
+                    self.counts["restored"] += 1
+                    break
+                s.suppress(int(c))
 
     def _satisfy(self, p: int) -> None:
         while not self._holds(p):

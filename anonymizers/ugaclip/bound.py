@@ -116,38 +116,57 @@ class _GroupBits:
 
 
 def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
-                            max_rounds: int = 200) -> dict:
-    """Lower bound on |S| from relaxation (R) (module docstring).
+                            max_rounds: int = 200, shrink: bool = False,
+                            round_limit: float | None = None) -> dict:
+    """Lower bound on |S| from relaxation (R) (module docstring), or, with
+    ``shrink``, from (R) strengthened by shrink cuts (``_shrink_cuts``), added
+    once no (R) cut is violated.
 
-    Returns ``{"bound", "optimal", "rounds", "cuts", "seconds", "suppressed"}``:
-    ``bound`` is a valid lower bound on the suppressed codes of every release
-    respecting the utility policy and satisfying the privacy policy;
-    ``optimal`` says whether it is the exact optimum of (R); ``suppressed``
-    is (R)'s optimal S when ``optimal`` (code indices)."""
+    Each round solves the covering MILP over the cuts so far (at most
+    ``round_limit`` seconds); a round stopped by the limit gives HiGHS's dual
+    bound and its incumbent is separated next, so every round's figure is a
+    bound and ``bound`` is the largest.  Returns ``{"bound", "optimal",
+    "rounds", "cuts", "seconds", "shrink_cuts", "history", "relaxed",
+    "suppressed"}`` (``history``: per round, seconds, cuts so far, the round's
+    bound and whether its MILP was solved to optimality; ``relaxed``: with
+    ``shrink``, (R)'s figure when its cuts ran out, None if they never did): ``bound`` is a valid lower
+    bound on the suppressed codes of every release respecting the utility
+    policy and satisfying the privacy policy; ``optimal`` says whether it is
+    the exact optimum of the model solved (with ``shrink``: of the exact
+    problem itself, since a set S that violates no cut of either kind is
+    feasible); ``suppressed`` is the optimal S when ``optimal``."""
     t0 = time.perf_counter()
     k, group = problem.k, problem.group
     gb = _GroupBits(problem.matrix, group)
     parts = [_parts(p, group) for p in problem.constraints]
-    cuts: list[tuple[int, tuple]] = []
+    cuts: list[tuple[int, tuple, tuple]] = []
     seen = set()
     chosen = np.zeros(problem.matrix.shape[1], dtype=bool)
-    best, optimal, rounds = 0, False, 0
+    best, optimal, solved, rounds, history = 0, False, True, 0, []
+    relaxed = None  # (R)'s figure, once its cuts are exhausted
     while rounds < max_rounds:
         new = _violated_cuts(parts, chosen, gb, k, seen)
+        if not new and shrink:
+            relaxed = relaxed or {"bound": int(best), "optimal": solved, "rounds": rounds}
+            new = _shrink_cuts(problem, parts, chosen, seen)
         if not new:
-            optimal = True
+            optimal = solved
             break
         cuts += new
         rounds += 1
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        value, chosen, solved = _solve_cover(parts, cuts, problem.matrix.shape[1], left)
+        value, x, solved = _solve_cover(parts, cuts, problem.matrix.shape[1],
+                                        min(left, round_limit or left))
         best = max(best, value)
-        if not solved:
+        history.append((round(time.perf_counter() - t0, 1), len(cuts), int(value), solved))
+        if x is None:
             break
+        chosen = x
     return {"bound": int(best), "optimal": optimal, "rounds": rounds, "cuts": len(cuts),
-            "seconds": round(time.perf_counter() - t0, 3),
+            "seconds": round(time.perf_counter() - t0, 3), "shrink_cuts": shrink,
+            "history": history, "relaxed": relaxed,
             "suppressed": np.flatnonzero(chosen).tolist() if optimal else None}
 
 
@@ -165,15 +184,91 @@ def _violated_cuts(parts, chosen, gb, k, seen) -> list:
         kept = [g for g, codes in part.items() if not chosen[list(codes)].all()]
         if not kept or gb.support(kept) >= k:
             continue
-        cut = (pid, tuple(gb.minimal_infrequent(kept, k)))
+        cut = (pid, tuple(gb.minimal_infrequent(kept, k)), ())
         if cut not in seen:
             seen.add(cut)
             new.append(cut)
     return new
 
 
+def _shrink_cuts(problem: Problem, parts, chosen: np.ndarray, seen: set) -> list:
+    """Cuts for the constraints that (R)'s solution S leaves unprotected once
+    S is removed from every record (the shrinking (R) ignores).
+
+    For such a p, let M ⊆ T_p(S) be groups p keeps whose holders after
+    removing a code set C ⊆ S number < k.  Any S' ⊇ C that keeps every
+    g ∈ M for p has T_p(S') ⊇ M and holders only shrink as S' grows, so p
+    fails: every feasible S' keeps some code of C or drops some g ∈ M,
+
+        sum_{g in M} y[p, g] + sum_{c in C} (1 - x[c]) >= 1,
+
+    (R)'s cut when C is empty.  M is shrunk first, then C (codes whose return
+    keeps M below k are left out), so the cut is as strong as greedy finds.
+    A set S that violates no cut of either kind is feasible."""
+    k, group = problem.k, problem.group
+    bits = _CodeBits(problem.matrix)
+    shrunk = _GroupBits(_drop_columns(problem.matrix, chosen), group)
+    members = _group_members(group)
+    new = []
+    for pid, part in enumerate(parts):
+        kept = [g for g, codes in part.items() if not chosen[list(codes)].all()]
+        if not kept or shrunk.support(kept) >= k:
+            continue
+        m = shrunk.minimal_infrequent(kept, k)
+        c = _minimal_codes(bits, [members[g] for g in m], chosen, k)
+        cut = (pid, tuple(m), c)
+        if cut not in seen:
+            seen.add(cut)
+            new.append(cut)
+    return new
+
+
+class _CodeBits:
+    """holders(c) of every code as bitsets over records."""
+
+    def __init__(self, matrix: sp.csr_matrix):
+        n, n_codes = matrix.shape
+        self.bits = np.zeros((n_codes, max(1, -(-n // 64))), dtype=np.uint64)
+        coo = matrix.tocoo()
+        rows = coo.row.astype(np.int64)
+        np.bitwise_or.at(self.bits, (coo.col, rows // 64),
+                         np.left_shift(np.uint64(1), (rows % 64).astype(np.uint64)))
+
+    def union(self, codes: np.ndarray) -> np.ndarray:
+        return np.bitwise_or.reduce(self.bits[codes], axis=0) if len(codes) else \
+            np.zeros(self.bits.shape[1], dtype=np.uint64)
+
+
+def _group_members(group: np.ndarray) -> list:
+    order = np.argsort(group, kind="stable")
+    cuts = np.searchsorted(group[order], np.arange(int(group.max(initial=-1)) + 2))
+    return [order[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _minimal_codes(bits: _CodeBits, groups: list, chosen: np.ndarray, k: int) -> tuple:
+    """A small C ⊆ S (``chosen``) within ``groups`` whose removal keeps the
+    groups' common holders below k: S's codes are given back one at a time,
+    those touching fewest records first, while the holders stay below k."""
+    held = [bits.union(g[~chosen[g]]) for g in groups]
+    everyone = np.bitwise_and.reduce(np.array([bits.union(g) for g in groups]), axis=0)
+    cand = [(j, int(c)) for j, g in enumerate(groups) for c in g[chosen[g]]
+            if popcount(bits.bits[c] & everyone)]
+    cand.sort(key=lambda jc: (int(popcount(bits.bits[jc[1]] & everyone)), jc[1]))
+    keep = []
+    for j, c in cand:
+        trial = held[j] | bits.bits[c]
+        others = [h for i, h in enumerate(held) if i != j]
+        common = np.bitwise_and.reduce(np.array(others + [trial]), axis=0)
+        if popcount(common) < k:
+            held[j] = trial
+        else:
+            keep.append(c)
+    return tuple(sorted(keep))
+
+
 def _solve_cover(parts, cuts, n_codes, time_limit):
-    """min sum x s.t. every cut (p, M) has some g in M with p ∩ g ⊆ S.
+    """min sum x s.t. every cut (p, M, C) has some g in M with p ∩ g ⊆ S or
+    some code of C kept: sum_M y[p, g] - sum_C x[c] >= 1 - |C|.
     y[p, g] (continuous) <= x[c] for c in p ∩ g stands for "p ∩ g suppressed"
     where p ∩ g has several codes; a single code uses x[c] itself."""
     yvar: dict[tuple, int] = {}
@@ -197,12 +292,14 @@ def _solve_cover(parts, cuts, n_codes, time_limit):
                 n_rows += 1
         return yvar[(pid, g)]
 
-    for pid, groups in cuts:
-        vs = sorted({var(pid, g) for g in groups})
-        rows.extend([n_rows] * len(vs))
-        cols.extend(vs)
-        vals.extend([1.0] * len(vs))
-        lo.append((1.0, np.inf))
+    for pid, groups, codes in cuts:
+        coef = {var(pid, g): 1.0 for g in groups}
+        for c in codes:  # a c in some p ∩ g of M: y - x_c is y's best, <= 0
+            coef[c] = coef.get(c, 0.0) - 1.0
+        rows.extend([n_rows] * len(coef))
+        cols.extend(coef)
+        vals.extend(coef.values())
+        lo.append((1.0 - len(codes), np.inf))
         n_rows += 1
     a = sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_vars))
     lb, ub = np.array(lo).T
@@ -211,12 +308,12 @@ def _solve_cover(parts, cuts, n_codes, time_limit):
     res = milp(cost, constraints=LinearConstraint(a, lb, ub), integrality=integrality,
                bounds=Bounds(0, 1), options={"time_limit": max(time_limit, 1.0)})
     solved = res.status == 0
-    if res.x is None:
-        dual = getattr(res, "mip_dual_bound", None)
-        return int(np.ceil((dual or 0) - 1e-6)), np.zeros(n_codes, dtype=bool), False
-    x = np.round(res.x[:n_codes]).astype(bool)
-    value = x.sum() if solved else int(np.ceil(res.mip_dual_bound - 1e-6))
-    return int(value), x, solved
+    # the dual bound, not the incumbent, even when "solved": HiGHS stops at a
+    # relative gap of 1e-4, so the incumbent may exceed the optimum
+    dual = getattr(res, "mip_dual_bound", None)
+    value = int(np.ceil((dual or 0) - 1e-6))
+    x = None if res.x is None else np.round(res.x[:n_codes]).astype(bool)
+    return value, x, solved
 
 
 def feasible(problem: Problem, suppressed) -> bool:

@@ -62,6 +62,20 @@ class ItemState:
             self._set_item(rest, np.bitwise_or.reduce(self.orig[rest], axis=0))
         return item
 
+    def restore(self, c: int, into: int | None = None) -> list[int]:
+        """Give suppressed code c back, into the item of code ``into`` or as an
+        item of its own; return the codes of c's new item.  Records holding c
+        hold that item again, so only its support can change, upwards."""
+        assert self.suppressed[c] and (into is None or not self.suppressed[into])
+        self.suppressed[c] = False
+        if into is None:
+            self._set_item([int(c)], self.orig[c].copy())
+            return [int(c)]
+        r = int(self.rep[into])
+        codes = sorted(self.members.pop(r) + [int(c)])
+        self._set_item(codes, self.bits[r] | self.orig[c])
+        return codes
+
     def _set_item(self, codes: list[int], bits: np.ndarray) -> None:
         r = codes[0]
         self.members[r] = codes

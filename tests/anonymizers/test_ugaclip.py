@@ -110,7 +110,7 @@ def test_constraint_suppressed_when_generalization_cannot_help():
     m = result.metrics
     assert (m["suppressed_codes"], m["suppressed_occurrences"]) == (1, 1)
     assert m["steps"] == {"outer_iterations": 1, "generalizations": 3, "code_suppressions": 0,
-                          "constraint_suppressions": 1}
+                          "constraint_suppressions": 1, "restored": 0, "reselections": 0}
     assert m["privacy_constraints"]["partly_suppressed"] == 1
     assert m["utility_constraints"]["n_satisfied"] == 1
     # {a2,a3} after a1 left: LCA A, w = 3/5, support 2 of 5
@@ -313,3 +313,22 @@ def test_config_rejects_bad_parameters(kw):
 def test_missing_column_is_an_input_error():
     with pytest.raises(InputError, match="code"):
         ugaclip(pd.DataFrame({"patient_id": ["a"]}), [], [], UGACLIPConfig(2), hierarchy=TREE)
+
+
+def test_restore_gives_back_a_code_no_constraint_needs_suppressed():
+    # k=2, utility {a2,a3}, {b1,b2}.  P1 {a3,b2,d1} is selected first: a3+a2 and
+    # b2+b1 are generalized, yet only P1 holds {a2,a3}, {b1,b2} and d1, so line
+    # 17 suppresses b2, then d1 ({a2,a3} alone is held by P1, P2, P4).  Then
+    # {a2,b1}: b1 (item support 1, no partner left) is suppressed by line 12.
+    # Restore, pass 1: b1 is tried first (code order; each code lies in 1 or 2
+    # constraints: b1 and d1 in 1) and cannot come back ({a2,b1}: P4 alone holds
+    # b1); nor d1 ({a2,a3},{d1} held by P1 only).  b2 comes back alone:
+    # {a3,b2,d1} -> {a2,a3},{b2} held by P1, P2; {a2,b2} likewise.  Pass 2: b1
+    # joins {b2}: {a2,b1} -> {a2,a3},{b1,b2} held by P2, P4.  Pass 3: nothing.
+    records = [["a3", "b2", "d1"], ["a2", "b2"], ["d1"], ["a2", "b1"]]
+    policy = [["a3", "b2", "d1"], ["a2", "b1"], ["a2", "b2"]]
+    utility = [["a2", "a3"], ["b1", "b2"]]
+    result, trace = run(records, policy, utility, 2)
+    assert trace[-3:] == [("suppress", 2), ("restore", 3, None), ("restore", 2, 3)]
+    assert result.items == [("a2", "a3"), ("b1", "b2")] and result.suppressed == ["d1"]
+    assert result.metrics["steps"]["restored"] == 2

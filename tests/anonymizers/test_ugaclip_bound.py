@@ -40,13 +40,20 @@ def problem_of(recs, k):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(record, min_size=3, max_size=9), st.integers(2, 3))
 def test_bounds_order_relaxed_exact_and_ugaclip(recs, k):
-    """relaxed <= exact MILP == enumeration <= UGACLIP's suppressed codes."""
+    """relaxed <= with shrink cuts == exact MILP == enumeration <= UGACLIP."""
     df, policy, problem = problem_of(recs, k)
     relaxed = relaxed_min_suppression(problem, time_limit=30)
+    shrink = relaxed_min_suppression(problem, time_limit=30, shrink=True)
     exact = exact_min_suppression(problem, time_limit=30)
     truth = brute_force_min_suppression(problem)
-    assert relaxed["optimal"] and exact["optimal"]
-    assert relaxed["bound"] <= truth == exact["bound"]
+    assert relaxed["optimal"] and shrink["optimal"] and exact["optimal"]
+    assert relaxed["bound"] <= shrink["bound"] == truth == exact["bound"]
+    assert feasible(problem, shrink["suppressed"])
+    assert shrink["relaxed"]["bound"] == relaxed["bound"]  # its (R) phase is (R)
+    for rounds in (1, 2, 3):  # stopped early, every figure is still a lower bound
+        partial = relaxed_min_suppression(problem, max_rounds=rounds, shrink=True)
+        assert relaxed_min_suppression(problem, max_rounds=rounds)["bound"] \
+            <= partial["bound"] <= truth
     try:
         result = ugaclip(df, policy, GROUPS, UGACLIPConfig(k, re_queries=0), hierarchy=icd9cm())
     except Exception as exc:  # refused: it would suppress every code

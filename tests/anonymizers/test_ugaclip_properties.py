@@ -160,3 +160,31 @@ def test_verifier_catches_undone_generalization(recs, k, assignment):
         if len(set.intersection(*(held[item_of[c]] for c in left))) < k:
             exposed = True
     assert verdict.ok == (not exposed)
+
+
+def rewrite(df: pd.DataFrame, items: list, suppressed: list) -> dict:
+    """A release JSON from items and suppressed codes, every record rewritten."""
+    item_of = {c: tuple(i) for i in items for c in i}
+    records = [{"patient_id": pid, "items": sorted({item_of[c] for c in codes if c in item_of})}
+               for pid, codes in df.groupby("patient_id")["code"]]
+    return {"items": [list(i) for i in items], "suppressed": suppressed,
+            "records": [{**r, "items": [list(i) for i in r["items"]]} for r in records]}
+
+
+@given(records, st.integers(2, 5), groups)
+def test_no_suppressed_code_could_be_given_back(recs, k, assignment):
+    """The restore pass leaves no code suppressed whose return, into an item
+    of its utility constraint or alone, the verifier would accept."""
+    df, policy, release = anonymize(recs, k, assignment)
+    assume(release is not None and release["suppressed"])
+    u = utility(assignment)
+    owner = {c: n for n, grp in enumerate(u) for c in grp}
+    items = [tuple(i) for i in release["items"]]
+    for c in release["suppressed"]:
+        rest = [x for x in release["suppressed"] if x != c]
+        same = [i for i in items if owner.get(i[0], "uncovered") == owner.get(c, "uncovered")]
+        for target in same + [None]:
+            grown = [tuple(sorted(i + (c,))) if i == target else i for i in items]
+            if target is None:
+                grown.append((c,))
+            assert not verify_release(df, rewrite(df, grown, rest), policy, k).ok, (c, target)

@@ -1,6 +1,6 @@
 """The UGACLIP benchmark still runs on small samples (400 MEPS patients, 40
 DE-SynPUF beneficiaries): every release passes the verifier, UGACLIP never
-suppresses fewer codes than the lower bound nor more than suppression-only."""
+suppresses fewer codes than any lower bound nor more than suppression-only."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 def test_bench_ugaclip_small(datasets_dir, monkeypatch):
     import benchmarks.bench_ugaclip as bench
 
-    monkeypatch.setattr(bench, "BOUND_SECONDS", 30.0)
+    for knob in ("BOUND_SECONDS", "ROUND_SECONDS", "EXACT_SECONDS"):
+        monkeypatch.setattr(bench, knob, 20.0)
     record = bench.main(small=True)
     figures = record["figures"]
     assert figures["meps_all-visits"]["n_patients"] == 400
@@ -19,7 +20,8 @@ def test_bench_ugaclip_small(datasets_dir, monkeypatch):
         ug = case["ugaclip"]
         assert ug["verifier_ok"] and case["aclip"]["verifier_ok"]
         assert case["aclip"]["suppressed_codes"] == 0
-        assert case["lower_bound"]["relaxed"]["bound"] <= ug["suppressed_codes"]
+        for bound in case["lower_bound"].values():
+            assert bound["bound"] <= ug["suppressed_codes"]
         base = case["suppression_only"]
         assert "refused" in base or (base["verifier_ok"]
                                      and ug["suppressed_codes"] < base["suppressed_codes"])
