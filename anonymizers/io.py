@@ -224,13 +224,22 @@ class CleanCodes:
 
 
 def clean_codes(df: pd.DataFrame, source: str, code_system: str, drop_unknown: bool = False,
-                mixed: str = "refuse", gem: str | None = None) -> CleanCodes:
+                mixed: str = "refuse", gem: str | None = None,
+                keep_spelling: bool = False) -> CleanCodes:
     """``df`` (as ``read_table`` gives it) with ``code`` normalised and
     validated against ``code_system`` (``anonymizers.codesystems``): an
     unknown code is an InputError naming its row and field, or its row is
     dropped and counted with ``drop_unknown``.  With a ``code_version``
     column, rows of another system are refused or mapped into ICD-10-CM, as
-    ``mixed`` says (``refuse`` / ``map-to-icd10``); the column is removed."""
+    ``mixed`` says (``refuse`` / ``map-to-icd10``); the column is removed.
+
+    ``keep_spelling`` (for methods that treat codes as opaque strings, whose
+    output other commands match against their own inputs and policies, e.g.
+    PPE's policy against UGACLIP's records): a valid code keeps the input's
+    spelling (``493.00``), stripped of surrounding spaces, and a mapped code
+    takes the spelling the table gives its target, if any.  One code spelled
+    two ways (``401.1``, ``4011``) would be two codes to such a method, so it
+    is an InputError naming the row of the second spelling."""
     from anonymizers import codesystems as cs
     from anonymizers.errors import ParameterError
     if mixed not in MIXED:
@@ -249,8 +258,30 @@ def clean_codes(df: pd.DataFrame, source: str, code_system: str, drop_unknown: b
         checked = cs.unify(df["code"].to_numpy(dtype=object), systems, code_system,
                            MIXED[mixed], mapping, source, "code", drop_unknown)
     table = df[checked.keep].drop(columns=[CODE_VERSION], errors="ignore")
-    table = table.assign(code=checked.codes).reset_index(drop=True)
+    codes = checked.codes
+    if keep_spelling:
+        codes = _spelled(df["code"].to_numpy(dtype=object), checked, foreign, source)
+    table = table.assign(code=codes).reset_index(drop=True)
     return CleanCodes(table, checked.dropped, int(foreign[checked.keep].sum()))
+
+
+def _spelled(raw: np.ndarray, checked, foreign: np.ndarray, source: str) -> np.ndarray:
+    """The kept rows' codes as the input spells them (see ``clean_codes``)."""
+    rows = np.flatnonzero(checked.keep)
+    own = ~foreign[rows]
+    spelled = pd.Series(raw[rows], dtype=object).astype(str).str.strip().to_numpy(dtype=object)
+    pairs = pd.DataFrame({"code": checked.codes[own], "spelling": spelled[own]})
+    firsts = pairs.drop_duplicates()
+    twice = firsts["code"].duplicated()
+    if twice.any():
+        row = int(rows[np.flatnonzero(own)[firsts.index[twice.to_numpy()][0]]]) + 1
+        raise InputError(source, "this code is spelled another way in an earlier row (dots, "
+                                 "spaces or case); write each code one way", row=row,
+                         field="code")
+    spelling = dict(zip(firsts["code"], firsts["spelling"]))
+    out = spelled.copy()
+    out[~own] = [spelling.get(c, c) for c in checked.codes[~own]]
+    return out
 
 
 def _gem_mapping(gem: str | None, code_system: str, icd9_codes):
