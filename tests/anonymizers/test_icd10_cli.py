@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from anonymizers import codesystems as cs
@@ -252,13 +252,18 @@ def test_lda_on_icd10_strings_passes_its_verifier(data, k, alignment, seed):
     if df.empty:
         return
     clean = clean_codes(df, "t", "icd10cm", drop_unknown=True)
+    if clean.table.empty:
+        event("every code unknown")
+        return
     assert clean.dropped == int((~cs.is_valid(df["code"].to_numpy(), "icd10cm")).sum())
     assert all(len(c) == 7 and "X" in c or len(c) < 7 for c in clean.table["code"])
     config = LDAConfig(k=k, alignment=alignment, seed=seed, code_system="icd10cm")
     try:
         result = lda(clean.table, config)
     except NothingToRelease:
+        event("refused: nothing to release")
         return
+    event("released")
     verdict = verify_lda(result.records, result.pseudonym_map, clean.table, k,
                          code_system="icd10cm")
     assert verdict.ok, verdict.violations
@@ -317,3 +322,17 @@ def test_rif_sample_through_lda_ppe_gccens(tmp_path, capsys, datasets_dir):
     assert code == 0 and policy["constraints"]
     code, release = gccens_cli(tmp_path, df, *main_flags)
     assert code == 0 and release["verification"]["ok"]
+
+
+def test_verifier_checks_an_icd10_release_against_the_icd10_tree():
+    df = clean_codes(icd10_pairs(), "t", "icd10cm").table
+    result = lda(df, LDAConfig(k=3, seed=1, code_system="icd10cm"))
+    args = (result.records, result.pseudonym_map, df, 3)
+    assert verify_lda(*args, code_system="icd10cm").ok
+    # read against ICD-9-CM, whose tree holds none of these labels, it fails
+    assert not verify_lda(*args).ok
+    # a released code moved to a sibling subtree is caught on the ICD-10 tree
+    forged = result.records.copy()
+    below = forged.index[forged["code"].str.contains(".", regex=False)][0]
+    forged.loc[forged["code"] == forged.loc[below, "code"], "code"] = "A00.0"
+    assert not verify_lda(forged, result.pseudonym_map, df, 3, code_system="icd10cm").ok
