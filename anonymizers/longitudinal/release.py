@@ -109,16 +109,19 @@ def _figures(traj, trees, icd, age, rel_icd, rel_age, rep_icd, rep_age, rep_grou
         "suppressed_pairs": int(np.sum(rel_icd < 0)),
         "icd_levels": icd_levels,
         "age_levels": age_levels,
+        "icd_kept_below_root": float(100.0 * np.mean(rel_icd > 0)) if len(rel_icd) else 0.0,
         **_kept(trees, icd_levels, age_levels),
     }
 
 
 def _kept(trees: Trees, icd_levels: dict, age_levels: dict) -> dict:
-    """The two shares IV.4.4 quotes (only with the default trees' levels)."""
+    """The two shares IV.4.4 quotes (only with the default trees' levels); an
+    ICD-10-CM category is read as ICD-9-CM's 3-digit level."""
     out = {}
-    if "3-digit" in trees.icd.levels:
-        out["icd_kept_3digit_or_finer"] = mx.kept_at_or_below(icd_levels, trees.icd.levels,
-                                                              "3-digit")
+    for level, key in (("3-digit", "icd_kept_3digit_or_finer"),
+                       ("category", "icd_kept_category_or_finer")):
+        if level in trees.icd.levels:
+            out[key] = mx.kept_at_or_below(icd_levels, trees.icd.levels, level)
     if "16-year" in trees.age.levels:
         out["age_kept_16year_or_finer"] = mx.kept_at_or_below(age_levels, trees.age.levels,
                                                               "16-year")

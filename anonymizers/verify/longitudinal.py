@@ -10,7 +10,8 @@ It checks, from the released table, the pseudonym map and the input:
 3. every released trajectory is, pair by pair and in order, a generalization
    of a subsequence of that patient's original trajectory: each released code
    is ``*`` or the original code or one of its ancestors in the ICD
-   hierarchy, each released age is ``*`` or an interval of the age tree (the
+   hierarchy (the tree of the release's code system, ICD-9-CM unless
+   ``code_system`` or another tree is given), each released age is ``*`` or an interval of the age tree (the
    full binary tree over 1..128 unless another tree is given) holding the
    original age.  The original trajectory is ordered by age, then service
    date (empty first), then code, as the method defines it.
@@ -27,7 +28,7 @@ from itertools import groupby
 import numpy as np
 import pandas as pd
 
-from anonymizers.hierarchy import ROOT, Hierarchy, icd9cm
+from anonymizers.hierarchy import ROOT, Hierarchy, for_system
 from anonymizers.verify.verdict import Verdict
 
 PROPERTY = "LDA: k-anonymous trajectories, each an in-order generalization of the original"
@@ -36,9 +37,10 @@ AGE_LOW, AGE_HIGH = 1, 128
 
 def verify_lda(records: pd.DataFrame, pseudonym_map: pd.DataFrame, original: pd.DataFrame,
                k: int, icd_hierarchy: Hierarchy | None = None,
-               age_hierarchy: Hierarchy | None = None) -> Verdict:
+               age_hierarchy: Hierarchy | None = None,
+               code_system: str = "icd9cm") -> Verdict:
     """Check an LDA release; ``pseudonym_map`` has columns pseudonym, patient_id."""
-    icd_h = icd9cm() if icd_hierarchy is None else icd_hierarchy
+    icd_h = for_system(code_system) if icd_hierarchy is None else icd_hierarchy
     bad: list[str] = []
     names = pseudonym_map["pseudonym"].astype(str).tolist()
     owners = pseudonym_map["patient_id"].tolist()

@@ -17,14 +17,32 @@ ROWS = [(1, "401.1", 33), (1, "401.1", 34), (1, "401.1", 35), (2, "401.1", 38),
 
 @pytest.fixture
 def pairs_csv(tmp_path):
+    """ROWS less its last, whose code '-1' is not an ICD-9-CM code."""
     path = tmp_path / "pairs.csv"
+    pd.DataFrame(ROWS[:-1], columns=["patient_id", "code", "age"]).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def unknown_csv(tmp_path):
+    path = tmp_path / "unknown.csv"
     pd.DataFrame(ROWS, columns=["patient_id", "code", "age"]).to_csv(path, index=False)
     return path
 
 
-def test_writes_the_release_json(pairs_csv, tmp_path, capsys):
+def test_an_unknown_code_exits_2_naming_its_row(unknown_csv, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    code = main(["lda", "--k", "2", "--seed", "3", "--input", str(unknown_csv),
+                 "--output", str(out)])
+    assert code == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert "row 16, field 'code'" in err and "ICD-9-CM" in err
+    assert "-1" not in err.split("field 'code'")[1]  # the value is patient data
+
+
+def test_writes_the_release_json(unknown_csv, tmp_path, capsys):
     out, pmap = tmp_path / "out.json", tmp_path / "map.csv"
-    code = main(["lda", "--k", "2", "--seed", "3", "--input", str(pairs_csv),
+    code = main(["lda", "--k", "2", "--seed", "3", "--input", str(unknown_csv), "--drop-unknown",
                  "--output", str(out), "--map", str(pmap), "--verify"])
     assert code == 0
     doc = json.loads(out.read_text())
@@ -39,7 +57,9 @@ def test_writes_the_release_json(pairs_csv, tmp_path, capsys):
     assert all(trajectories.count(t) >= 2 for t in trajectories)
     assert len(pd.read_csv(pmap)) == 6
     err = capsys.readouterr().err
-    assert "outside the ICD-9-CM hierarchy" in err and "-1" in err and "verifier: ok" in err
+    assert "verifier: ok" in err
+    assert doc["metrics"]["rows_dropped_unknown_code"] == 1
+    assert doc["metrics"]["code_system"] == "icd9cm"
 
 
 def test_baseline_and_weights(pairs_csv, tmp_path):

@@ -14,7 +14,7 @@ CLAIMS = pd.DataFrame(
     [("P1", "v1", "493.00"), ("P1", "v1", "401"), ("P1", "v2", "250"),
      ("P2", "v1", "493.01"), ("P2", "v1", "401"),
      ("P3", "v1", "493.02"), ("P3", "v2", "250"),
-     ("P4", "v1", "401"), ("P4", "v1", "250"), ("P5", "v9", "-1")],
+     ("P4", "v1", "401"), ("P4", "v1", "250"), ("P5", "v9", "V70.0")],
     columns=["patient_id", "visit_id", "code"])
 
 
@@ -36,18 +36,44 @@ def test_ppe_all_visits_and_single_visit(files, capsys):
                  "--output", str(out)]) == 0
     policy = json.loads(out.read_text())
     assert policy["k"] == 2 and policy["filter"] == "all-visits"
-    # P1 {250,401,493.00}, P2 {401,493.01}, P3 {250,493.02}, P4 {250,401}, P5 {-1}
+    # P1 {250,401,493.00}, P2 {401,493.01}, P3 {250,493.02}, P4 {250,401}, P5 {V70.0}
     # {250,401} lies in P1's record; sizes 3, 2, 2, 1, ties in code order
     assert policy["constraints"] == [["250", "401", "493.00"], ["250", "493.02"],
-                                     ["401", "493.01"], ["-1"]]
+                                     ["401", "493.01"], ["V70.0"]]
+    assert policy["metrics"]["code_system"] == "icd9cm"
+    assert policy["metrics"]["rows_dropped_unknown_code"] == 0
     assert "4 constraints" in capsys.readouterr().out
     assert main(["ppe", "--k", "2", "--filter", "single-visit", "--input", str(claims),
                  "--output", str(out)]) == 0
     # visits: P1v1 {401,493.00}, P1v2 {250}, P2v1 {401,493.01}, P3v1 {493.02},
-    # P3v2 {250}, P4v1 {250,401}, P5v9 {-1}.  {250,401} is held by the records
+    # P3v2 {250}, P4v1 {250,401}, P5v9 {V70.0}.  {250,401} is held by the records
     # of P4 and of P1 (over two visits): support 2, protected.  {250} lies in it.
     assert json.loads(out.read_text())["constraints"] == [
-        ["401", "493.00"], ["401", "493.01"], ["-1"], ["493.02"]]
+        ["401", "493.00"], ["401", "493.01"], ["493.02"], ["V70.0"]]
+
+
+def test_ppe_refuses_or_drops_an_unknown_code(files, capsys):
+    tmp, claims, _, _ = files
+    bad = tmp / "bad.csv"
+    pd.concat([CLAIMS, pd.DataFrame([("P6", "v1", "-1")], columns=CLAIMS.columns)]).to_csv(
+        bad, index=False)
+    out = tmp / "policy.json"
+    assert main(["ppe", "--k", "2", "--input", str(bad), "--output", str(out)]) == 2
+    assert "row 11, field 'code'" in capsys.readouterr().err and not out.exists()
+    assert main(["ppe", "--k", "2", "--input", str(bad), "--output", str(out),
+                 "--drop-unknown"]) == 0
+    policy = json.loads(out.read_text())
+    assert policy["metrics"]["rows_dropped_unknown_code"] == 1
+    assert "-1" not in {c for cons in policy["constraints"] for c in cons}
+
+
+def test_ppe_refuses_one_code_spelled_two_ways(files, capsys):
+    tmp, _, _, _ = files
+    bad = tmp / "twice.csv"
+    pd.concat([CLAIMS, pd.DataFrame([("P6", "v1", "49300")], columns=CLAIMS.columns)]).to_csv(
+        bad, index=False)
+    assert main(["ppe", "--k", "2", "--input", str(bad), "--output", str(tmp / "p.json")]) == 2
+    assert "row 11, field 'code'" in capsys.readouterr().err
 
 
 def test_ppe_reports_user_errors(files, capsys):
