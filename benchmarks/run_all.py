@@ -176,8 +176,7 @@ def _memory(runs: dict) -> list[str]:
             _fmt(stages[label].get(name, {}).get("peak_mb") or "n/a") for label in present)
             + " |")
     return out + ["", "MB: the largest resident set of one of the stage's task processes, "
-                  "Airflow's task runner included (a task that does nothing, such as "
-                  "choose_method, holds about 240 MB); n/a: the task ended between two "
+                  "Airflow's task runner included (which alone holds about 240 MB); n/a: the task ended between two "
                   "samples.", ""]
 
 

@@ -1,7 +1,7 @@
 """One DAG per release file: the task order every release shares.
 
 sweep -> prepare -> extract -> [screen_plan -> screen (one task per member range)
-        -> screen_combine] -> privacy_policy -> choose_method -> <method's steps>
+        -> screen_combine] -> privacy_policy -> <the release's method's steps>
         -> validate -> report -> load, with cleanup as the teardown of prepare;
 verify_policy (PPE's verifier) runs beside the method's steps, between
 privacy_policy and validate.
@@ -214,10 +214,6 @@ def build_dag(release: Release):
         def verify_policy() -> dict:
             return steps.verify_policy(current_run(release.name))
 
-        @task.branch(retries=0)
-        def choose_method() -> str:
-            return f"{method}_{METHODS[method].STEPS[0]}"
-
         @task(trigger_rule="none_failed_min_one_success", retries=0, multiple_outputs=False)
         @no_retry_on_bad_data
         @beating
@@ -259,7 +255,7 @@ def build_dag(release: Release):
             return steps.cleanup(current_run(release.name))
 
         started, extracted, policy = prepare(), extract(), privacy_policy()
-        chooser, checked = choose_method(), validate()
+        checked = validate()
         if release.screening_policy:
             planned = screen_plan()
             extracted >> planned
@@ -267,10 +263,9 @@ def build_dag(release: Release):
         else:
             extracted >> policy
         sweep_earlier() >> started >> extracted
-        policy >> chooser
         policy >> verify_policy() >> checked
         first, last = _method_chain(release.name, method, METHODS[method])
-        chooser >> first
+        policy >> first
         last >> checked
         written = report()
         loaded = load(started, extracted, policy, written)

@@ -34,8 +34,7 @@ def test_every_dag_has_tags_owner_retries_doc(dagbag):
 def test_release_dag_order_and_params(dagbag):
     dag = dagbag.get_dag("deid_medco_codes")
     order = ["prepare", "extract", "screen_plan", "screen", "screen_combine",
-             "privacy_policy", "choose_method",
-             "medco_cluster_codes",
+             "privacy_policy", "medco_cluster_codes",
              "medco_dummies", "validate", "report", "load"]
     for up, down in zip(order, order[1:]):
         assert down in dag.get_task(up).downstream_task_ids, f"{up} -> {down}"
@@ -116,3 +115,22 @@ def test_a_task_process_builds_only_its_own_dag():
     assert task["dags"] == ["deid_medco_codes"] and task["frozen"] > 0
     cli = _parse_in_a_fresh_process("deid_medco_codes")  # `airflow dags test`
     assert cli == {"dags": ["deid_medco_codes"], "frozen": 0}
+
+
+def test_a_release_dag_holds_its_own_method_only(dagbag):
+    """The release file fixes the method: no task and no trigger-form section
+    of another method in its DAG (issue 24)."""
+    from deid.methods import METHODS, param_schemas
+
+    dag = dagbag.get_dag("deid_disassociation_diagnoses")
+    others = [m for m in METHODS if m != "disassociation"]
+    foreign = [t.task_id for t in dag.tasks
+               if any(t.task_id.startswith(f"{m}_") for m in others)]
+    assert not foreign, foreign
+    assert any(t.task_id.startswith("disassociation_") for t in dag.tasks)
+    sections = {dag.params.get_param(n).schema.get("section") for n in dag.params}
+    titles = {METHODS[m].TITLE for m in others} - {METHODS["disassociation"].TITLE}
+    assert not sections & titles, sections & titles
+    mine = set(param_schemas("disassociation"))
+    for m in others:  # no parameter only another method declares
+        assert not (set(param_schemas(m)) - mine) & set(dag.params), m
