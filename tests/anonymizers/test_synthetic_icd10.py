@@ -129,3 +129,50 @@ def test_seeded_reproducibility():
 def test_unknown_code_system_refused():
     with pytest.raises(ParameterError):
         SyntheticConfig(n_members=10, seed=1, code_system="icd11")
+
+
+@pytest.mark.parametrize("system", ["icd10cm", "icd9cm"])
+def test_rif_files_read_by_rif_loader(tmp_path, system):
+    from deid.rif_loader import read_files
+
+    from anonymizers.synthetic_views import write_rif
+
+    cfg = SyntheticConfig(n_members=60, seed=9, code_system=system, chunk_members=25)
+    rows = write_rif(cfg, tmp_path)
+    frames = read_files(sorted(tmp_path.glob("*.csv")))
+    chunks = list(generate(cfg))
+    n_claims = sum(len(c[f"{k}_claims"]) for c in chunks
+                   for k in ("inpatient", "outpatient", "carrier"))
+    assert len(frames["rif_claims"]) == n_claims == sum(
+        rows[k] for k in ("inpatient", "outpatient", "carrier"))
+    assert len(frames["rif_beneficiary"]) == 3 * 60
+    assert sorted(frames["rif_beneficiary"]["year"].unique()) == [2008, 2009, 2010]
+    dx = frames["rif_diagnoses"]
+    assert set(dx["code_system"]) == {system}
+    # every generated code, and only those, reaches the loader's diagnoses
+    generated = {(clm, code) for c in chunks for k in ("inpatient", "outpatient", "carrier")
+                 for clm, codes in zip(c[f"{k}_claims"]["clm_id"], c[f"{k}_claims"].filter(
+                     like="icd9_dgns_cd_").to_numpy(dtype=object).tolist())
+                 for code in codes if pd.notna(code)}
+    assert set(zip(dx["clm_id"], dx["code"])) == generated
+    first = frames["rif_claims"].set_index("clm_id")["clm_from_dt"]
+    inp = chunks[0]["inpatient_claims"].set_index("clm_id")["clm_from_dt"]
+    assert (first.reindex(inp.index) == inp).all()
+
+
+def test_code_counts_on_icd10_categories():
+    from anonymizers.synthetic_views import category, code_counts
+
+    assert category("E119", "icd10cm") == "E11" and category("E950") == "E950"
+    cfg = SyntheticConfig(n_members=150, seed=4, code_system="icd10cm", chunk_members=60)
+    counts = code_counts(cfg, ["I10", "E11"])
+    assert set(counts["code"]) == {"I10", "E11"} and (counts["count"] >= 1).all()
+    # one count per claim and category, against a direct count
+    direct = 0
+    for chunk in generate(cfg):
+        for k in ("inpatient", "outpatient", "carrier"):
+            dx = chunk[f"{k}_claims"].filter(like="icd9_dgns_cd_").fillna("")
+            direct += int(dx.apply(lambda col: col.str[:3] == "I10").any(axis=1).sum())
+    assert counts.loc[counts["code"] == "I10", "count"].sum() == direct
+    with pytest.raises(ParameterError):
+        code_counts(cfg, ["250"])
