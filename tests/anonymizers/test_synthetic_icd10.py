@@ -176,3 +176,16 @@ def test_code_counts_on_icd10_categories():
     assert counts.loc[counts["code"] == "I10", "count"].sum() == direct
     with pytest.raises(ParameterError):
         code_counts(cfg, ["250"])
+
+
+@pytest.mark.warehouse
+def test_demo_loads_the_code_system_asked_for(empty_source, monkeypatch):
+    from deid import demo, demo_data
+
+    monkeypatch.setattr(demo, "DEMO_MEMBERS", 40)
+    counts = demo.ensure_demo_data("icd10cm")
+    assert counts["beneficiary_summary"] == 3 * 40
+    assert demo_data.source_code_system() == "icd10cm"
+    assert demo.ensure_demo_data("icd10cm") == counts  # kept, not loaded again
+    assert demo.ensure_demo_data("icd9cm")["beneficiary_summary"] == 3 * 40  # replaced
+    assert demo_data.source_code_system() == "icd9cm"
