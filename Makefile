@@ -39,8 +39,10 @@ $(AIRFLOW_HOME)/airflow.db: $(BIN)/activate
 	$(BIN)/airflow db migrate >/dev/null
 
 ## make demo: embedded warehouse + demo claims + the MedCo DAG end to end + summary
+## CODE_SYSTEM=icd10cm: demo claims in ICD-10-CM (default icd9cm)
+CODE_SYSTEM ?= icd9cm
 demo: $(AIRFLOW_HOME)/airflow.db
-	$(BIN)/python -m deid.demo
+	$(BIN)/python -m deid.demo --code-system $(CODE_SYSTEM)
 
 ## make test: the whole test suite (unit, property, warehouse, DAG, browser)
 test: $(TEST_DEBS) $(AIRFLOW_HOME)/airflow.db

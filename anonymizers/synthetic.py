@@ -3,7 +3,9 @@
 It fills the source tables' columns that the pipeline uses (beneficiary
 summary per year; inpatient, outpatient and carrier claims) with:
 - heavy-tailed code frequencies: codes are drawn from a Zipf law (exponent
-  ``zipf_s``) over a vocabulary of real billable ICD-9-CM codes;
+  ``zipf_s``) over a vocabulary of real billable codes of the code system
+  ``code_system``: ICD-9-CM (default) or ICD-10-CM (``vocabulary_icd10``:
+  chapters in the proportions of Medicare claims, see there);
 - groups of co-occurring codes: ``n_groups`` "conditions" of 2-5 codes; each
   member has a few conditions and most claims carry codes of one of them, so
   the same codes repeat across a member's visits;
@@ -15,11 +17,18 @@ The defaults reach the Heritage Health Prize's scale with
 ``n_members=113_000`` (about 2.67 million claims).  Members are generated in
 chunks with a generator spawned per chunk from the seed, so the output for a
 given (seed, chunk_members) never depends on how it is consumed.
+
+Codes are undotted, as CMS writes them, in the DE-SynPUF columns
+``icd9_dgns_cd_n`` whatever the code system (the layout names its columns
+after ICD-9; they hold code strings).  ICD-9-CM output is the same for a
+seed as before ``code_system`` existed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -47,6 +56,8 @@ class SyntheticConfig:
     zipf_s : float, default 1.1 -- exponent of the code-frequency law.
     n_groups : int, default 300 -- number of co-occurring code groups.
     chunk_members : int, default 10000 -- members per generated chunk.
+    code_system : str, default "icd9cm" -- ``icd9cm`` or ``icd10cm``
+        (``anonymizers.codesystems``).
     """
 
     n_members: int
@@ -56,8 +67,12 @@ class SyntheticConfig:
     zipf_s: float = 1.1
     n_groups: int = 300
     chunk_members: int = 10_000
+    code_system: str = "icd9cm"
 
     def __post_init__(self):
+        from anonymizers.codesystems import check_system
+
+        check_system(self.code_system)
         if self.n_members < 1:
             raise ParameterError("n_members", f"must be at least 1, got {self.n_members}")
         if self.claims_per_member <= 0:
@@ -88,14 +103,88 @@ def vocabulary(n_codes: int, rng: np.random.Generator) -> np.ndarray:
     return np.concatenate([np.array(COMMON, dtype=object), rest])[:n_codes]
 
 
+# The ICD-10-CM forms of COMMON, in its order (its rank decides frequency):
+# CMS's GEM target as ``codesystems.gem_forward`` picks it, except where that
+# target is not billable in FY2026 or a sibling states the ICD-9 meaning:
+# 2724 -> E7849 (GEM: E784, split in FY2024), 2720 -> E7800 (E780, split in
+# FY2019), 7242 -> M5450 (M545, split in FY2022), V5869 -> Z79899 (GEM's
+# first, Z79891, is opiate analgesics only), 7245 -> M549 (dorsalgia,
+# unspecified; GEM's first is M5489).  4011 (benign hypertension) is I10
+# again and so is left out.
+COMMON_ICD10 = ("I10", "E119", "E7849", "I4891", "I509", "I2510", "Z79899", "N390", "J441",
+                "M549", "E039", "N179", "E7800", "E1165", "M5450", "Z7901", "E669")
+CHAPTER_SHARES = Path(__file__).resolve().parent / "data" / "icd10" / "chapter_shares.csv"
+
+
+def chapter_shares() -> pd.Series:
+    """ICD-10-CM chapter (range label, e.g. ``I00-I99``) -> share of diagnosis
+    occurrences in DE-SynPUF claims mapped through CMS's GEM
+    (data/icd10/chapter_shares.csv; SOURCES.md there says how)."""
+    table = pd.read_csv(CHAPTER_SHARES, comment="#")
+    return table.set_index("chapter")["occurrences"] / table["occurrences"].sum()
+
+
+@lru_cache(maxsize=1)
+def icd10_leaves() -> dict[str, tuple[str, ...]]:
+    """Billable ICD-10-CM codes (the tree's leaves) per chapter, sorted."""
+    from anonymizers.hierarchy import ROOT, icd10cm
+
+    tree = icd10cm()
+    out: dict[str, list[str]] = {}
+    for code in sorted(c for c in tree.parent if not tree.children(c) and "-" not in c
+                       and c != ROOT):
+        out.setdefault(tree.path(code)[-2], []).append(code)
+    return {chapter: tuple(codes) for chapter, codes in out.items()}
+
+
+def vocabulary_icd10(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Billable ICD-10-CM codes, one per Zipf rank of ``weights``.
+
+    Each rank, in decreasing weight, goes to the chapter whose Zipf mass so
+    far is furthest below its share (``chapter_shares``; ties to the larger
+    share), and takes that chapter's next code: its
+    ``COMMON_ICD10`` codes first, in that order, then random unused billable
+    codes.  So the chapters' shares of code occurrences follow the claims',
+    each chapter keeps a heavy tail, and the common Medicare diagnoses lead
+    their chapters.  (Fixing COMMON_ICD10 at the top ranks instead would give
+    chapter I00-I99 a quarter of all occurrences against 17% in the claims.)
+    """
+    leaves, shares = icd10_leaves(), chapter_shares()
+    if len(weights) > sum(len(leaves[ch]) for ch in shares.index):
+        raise ParameterError("n_codes", f"must be at most the number of billable ICD-10-CM "
+                             f"codes of the chapters drawn from, got {len(weights)}")
+    chapters = list(shares.index)
+    pools = []
+    for ch in chapters:
+        common = [c for c in COMMON_ICD10 if c in set(leaves[ch])]
+        rest = sorted(set(leaves[ch]) - set(common))
+        pools.append(common + list(rng.permutation(np.array(rest, dtype=object))))
+    target = shares.to_numpy()
+    have, used = np.zeros(len(chapters)), np.zeros(len(chapters), dtype=np.int64)
+    room = np.array([len(p) for p in pools])
+    order = np.lexsort((-target,))  # tie-break: larger share first
+    out = []
+    for w in weights:
+        gap = np.where(used < room, target - have, -np.inf)
+        i = order[np.argmax(gap[order])]
+        out.append(pools[i][used[i]])
+        used[i] += 1
+        have[i] += w
+    return np.array(out, dtype=object)
+
+
 def generate(config: SyntheticConfig) -> Iterator[dict[str, pd.DataFrame]]:
     """Yield chunks of tables: ``beneficiary_summary``, ``inpatient_claims``,
     ``outpatient_claims``, ``carrier_claims``, with the source schema's
     (lower-case) column names."""
     root = np.random.SeedSequence(config.seed)
     base = np.random.default_rng(root.spawn(1)[0])
-    vocab = vocabulary(config.n_codes, base)
-    weights = _zipf(len(vocab), config.zipf_s)
+    if config.code_system == "icd10cm":
+        weights = _zipf(config.n_codes, config.zipf_s)
+        vocab = vocabulary_icd10(weights, base)
+    else:
+        vocab = vocabulary(config.n_codes, base)
+        weights = _zipf(len(vocab), config.zipf_s)
     groups = _groups(config.n_groups, weights, base)
     n_chunks = -(-config.n_members // config.chunk_members)
     for c, seq in enumerate(root.spawn(n_chunks + 1)[1:]):

@@ -27,13 +27,21 @@ def token_key() -> str:
     return path.read_text().strip()
 
 
-def ensure_demo_data() -> dict:
+def ensure_demo_data(code_system: str = "icd9cm") -> dict:
+    """Load the demo claims in ``code_system`` into empty source tables.
+    Source claims that are all of the other code system are replaced by the
+    demo's (the demo runs on the project-local warehouse); claims whose
+    system cannot be told (``demo_data.source_code_system``) are kept."""
     from deid import demo_data, warehouse
 
     warehouse.ensure_schemas()
     counts = demo_data.source_counts()
-    if counts["beneficiary_summary"] == 0:
-        counts = demo_data.load_synthetic(DEMO_MEMBERS, DEMO_SEED)
+    held = demo_data.source_code_system() if counts["beneficiary_summary"] else None
+    if held is None and counts["beneficiary_summary"]:
+        print("source claims' code system undetermined: running on them as they are")
+    elif counts["beneficiary_summary"] == 0 or held != code_system:
+        counts = demo_data.load_synthetic(DEMO_MEMBERS, DEMO_SEED, replace=True,
+                                          code_system=code_system)
     return counts
 
 
@@ -69,10 +77,16 @@ def summary(release: str = "medco_codes") -> dict:
             "report": report}
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m deid.demo", description=__doc__)
+    parser.add_argument("--code-system", choices=["icd9cm", "icd10cm"], default="icd9cm",
+                        help="diagnosis code system of the demo claims (default icd9cm)")
+    args = parser.parse_args(argv)
     os.environ.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", token_key())
-    counts = ensure_demo_data()
-    print(f"source tables: {counts}")
+    counts = ensure_demo_data(args.code_system)
+    print(f"source tables ({args.code_system}): {counts}")
     dagrun = run_dag()
     state = str(getattr(dagrun, "state", dagrun))
     print(f"DAG run finished: {state}")

@@ -18,8 +18,29 @@ def source_counts() -> dict[str, int]:
         return out
 
 
-def load_synthetic(n_members: int, seed: int, replace: bool = False) -> dict[str, int]:
-    """Generate and COPY ``n_members`` members in one transaction.
+def source_code_system(sample: int = 1000) -> str | None:
+    """The code system of the source claims' diagnoses: the one of
+    ``icd9cm``/``icd10cm`` that every distinct ``icd9_dgns_cd_1`` of (up to
+    ``sample``) carrier and inpatient claims is valid in; None if the tables
+    are empty or neither holds them all (the DE-SynPUF columns hold code
+    strings of either system)."""
+    from anonymizers.codesystems import CODE_SYSTEMS, is_valid
+
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT DISTINCT icd9_dgns_cd_1 FROM (SELECT icd9_dgns_cd_1 FROM "
+                    "source.carrier_claims WHERE icd9_dgns_cd_1 IS NOT NULL LIMIT %s) c "
+                    "UNION SELECT icd9_dgns_cd_1 FROM (SELECT icd9_dgns_cd_1 FROM "
+                    "source.inpatient_claims WHERE icd9_dgns_cd_1 IS NOT NULL LIMIT %s) i",
+                    (sample, sample))
+        codes = [r[0] for r in cur.fetchall()]
+    fits = [s for s in CODE_SYSTEMS if codes and is_valid(codes, s).all()]
+    return fits[0] if len(fits) == 1 else None
+
+
+def load_synthetic(n_members: int, seed: int, replace: bool = False,
+                   code_system: str = "icd9cm") -> dict[str, int]:
+    """Generate and COPY ``n_members`` members in one transaction, with
+    diagnoses in ``code_system`` (``icd9cm`` or ``icd10cm``).
 
     With ``replace`` the source tables are emptied first; otherwise rows are added.
     """
@@ -29,7 +50,8 @@ def load_synthetic(n_members: int, seed: int, replace: bool = False) -> dict[str
         with conn.cursor() as cur:
             if replace:
                 cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))
-        for chunk in generate(SyntheticConfig(n_members=n_members, seed=seed)):
+        for chunk in generate(SyntheticConfig(n_members=n_members, seed=seed,
+                                                  code_system=code_system)):
             with conn.cursor() as cur:
                 for table, frame in chunk.items():
                     copy_frame(cur, f"source.{table}", frame)
@@ -46,12 +68,15 @@ def main(argv=None) -> int:
     parser.add_argument("--if-empty", action="store_true",
                         help="load only when the source schema holds no beneficiary")
     parser.add_argument("--replace", action="store_true", help="empty the source tables first")
+    parser.add_argument("--code-system", choices=["icd9cm", "icd10cm"], default="icd9cm",
+                        help="diagnosis code system of the generated claims")
     args = parser.parse_args(argv)
     ensure_schemas()
     if args.if_empty and source_counts()["beneficiary_summary"]:
         print("source schema already holds claims: nothing loaded")
         return 0
-    print(load_synthetic(args.members, args.seed, replace=args.replace))
+    print(load_synthetic(args.members, args.seed, replace=args.replace,
+                         code_system=args.code_system))
     return 0
 
 
