@@ -1,0 +1,146 @@
+"""The release history a run is checked against (issue 25).
+
+An adversary who reads the ``release`` schema keeps every release and
+compares them, so a release is safe only together with the ones before it.
+The pipeline keeps, in the restricted schema (sql/release_schema.sql):
+
+* ``restricted.release_history``: one row per published release (release
+  name, run id, method, scope, parameters, when, a fingerprint of the
+  released tables, and the earlier releases it was checked against);
+* ``restricted.release_parts``: what the next run needs of it, kept after
+  its release table is replaced: the released tables as readers saw them
+  (``release/<block>``), which pseudonym is which patient (``truth``: a keyed
+  link, never the source id) and the method's state between runs
+  (``state/<name>``, MedCo's persisted dummies).
+
+Both are written by ``write`` inside the load's swap transaction
+(``deid.load.swap_in``), so that a release is in the history exactly when
+it was published; runs may add history, never change it (sql/roles.sql).
+
+Which earlier releases a run is checked against: every published release
+of the same release (release file), whatever scope each extracted.  The
+brief says "the same scope"; a release file's runs all reach the same
+readers, and a narrower scope of one run does not stop the adversary from
+holding it beside the others, so the history is the release's, and each
+row records the scope it used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import io
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from deid.warehouse import connect
+
+#: rows per stored chunk of a part (a bytea value stays far below its 1 GB limit)
+CHUNK_ROWS = 500_000
+RELEASE, TRUTH, STATE = "release/", "truth", "state/"
+HISTORY_COLUMNS = ("release_name", "run_id", "method", "scope", "params", "published_at",
+                   "fingerprint", "checked_against")
+
+
+@dataclass(frozen=True)
+class Published:
+    """One published release of the history."""
+
+    release_name: str
+    run_id: str
+    method: str
+    scope: str | None
+    params: dict
+    published_at: object
+    fingerprint: str
+    checked_against: list = field(default_factory=list)
+
+
+def fingerprint(frames: dict[str, pd.DataFrame]) -> str:
+    """SHA-256 over the released tables (block names, columns and every row's
+    pandas hash, in row order): equal for the same tables, whatever process
+    computes it."""
+    digest = hashlib.sha256()
+    for block in sorted(frames):
+        frame = frames[block]
+        digest.update(json.dumps([block, [str(c) for c in frame.columns]]).encode())
+        digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+LINK_LABEL = b"deid-claims release history link v1\x1f"
+
+
+def link(patient_ids: pd.Series, key: bytes) -> pd.Series:
+    """A patient's link across releases: HMAC-SHA256 under the pseudonym key
+    (``deid.secret.pseudonym_key``) of a label and the source id, 16 bytes in
+    hex.  The same patient has the same link in every run under the same
+    key, so the history can tell who persisted; the source id itself is
+    never stored, and the link is as secret as the key."""
+    uniq = pd.unique(patient_ids)
+    table = {p: hmac.new(key, LINK_LABEL + str(p).encode(), hashlib.sha256).hexdigest()[:32]
+             for p in uniq}
+    return patient_ids.map(table)
+
+
+def _chunks(frame: pd.DataFrame):
+    """(rows, Parquet bytes) per chunk of at most ``CHUNK_ROWS`` rows; an
+    empty frame is one empty chunk, so that its columns are kept."""
+    for start in range(0, max(len(frame), 1), CHUNK_ROWS):
+        part = frame.iloc[start:start + CHUNK_ROWS]
+        buffer = io.BytesIO()
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False), buffer)
+        yield len(part), buffer.getvalue()
+
+
+def published(release: str, before: str | None = None, cur=None) -> list[Published]:
+    """The release's published releases, oldest first (without the run
+    ``before``, which is the run being checked)."""
+    if cur is None:
+        with connect(readonly=True) as conn, conn.cursor() as c:
+            return published(release, before, c)
+    cur.execute(f"SELECT {', '.join(HISTORY_COLUMNS)} FROM restricted.release_history "
+                "WHERE release_name = %s AND run_id IS DISTINCT FROM %s "
+                "ORDER BY published_at, run_id", (release, before))
+    return [Published(*row) for row in cur.fetchall()]
+
+
+def read_parts(release: str, run_id: str, prefix: str = "", cur=None) -> dict[str, pd.DataFrame]:
+    """The stored parts of a published release whose name starts with
+    ``prefix``, by name."""
+    if cur is None:
+        with connect(readonly=True) as conn, conn.cursor() as c:
+            return read_parts(release, run_id, prefix, c)
+    cur.execute("SELECT part, data FROM restricted.release_parts WHERE release_name = %s "
+                "AND run_id = %s AND starts_with(part, %s) ORDER BY part, chunk",
+                (release, run_id, prefix))
+    pieces: dict[str, list] = {}
+    for part, data in cur.fetchall():
+        pieces.setdefault(part, []).append(pq.read_table(io.BytesIO(bytes(data))))
+    return {part: pa.concat_tables(tables).to_pandas() for part, tables in pieces.items()}
+
+
+def write(cur, entry: dict, parts: dict[str, pd.DataFrame]) -> bool:
+    """Add a published release and its parts, on the swap's cursor.  False
+    (nothing written) when the run is already in the history: a load retried
+    after its swap committed publishes the same staged release again."""
+    cur.execute("SELECT 1 FROM restricted.release_history WHERE release_name = %s "
+                "AND run_id = %s", (entry["release_name"], entry["run_id"]))
+    if cur.fetchone() is not None:
+        return False
+    row = {**entry, "params": json.dumps(entry["params"], default=str),
+           "checked_against": json.dumps(list(entry.get("checked_against") or []))}
+    columns = [c for c in HISTORY_COLUMNS if c != "published_at"]
+    cur.execute(f"INSERT INTO restricted.release_history ({', '.join(columns)}) "
+                f"VALUES ({', '.join(['%s'] * len(columns))})", [row[c] for c in columns])
+    for name, frame in parts.items():
+        for chunk, (rows, data) in enumerate(_chunks(frame)):
+            cur.execute("INSERT INTO restricted.release_parts (release_name, run_id, part, "
+                        "chunk, n_rows, data) VALUES (%s, %s, %s, %s, %s, %s)",
+                        (entry["release_name"], entry["run_id"], name, chunk, rows,
+                         bytes(data)))
+    return True
