@@ -7,14 +7,23 @@ verifier checks the release first: when it fails, nothing is written and
 the exit status is 1.  Metrics and the verdict are printed as JSON.  An
 input that admits no release (``NoReleaseError``) writes nothing, prints
 one error line and exits with status 2.
+
+Successive releases (issue 25, ``anonymizers.dummies.persist``): ``--state
+DIR`` starts or continues a release lineage and writes its new state to DIR;
+``--previous-state DIR`` reads the state the previous run wrote, carries its
+dummies over and, without ``--clusters``, keeps its clusters.  The state
+(``state.json``: version, generation, clusters; ``dummies.csv``: dummy_id,
+source_patient_id, source_digest, born, code) is private like the dummy map:
+it names real patients and links dummies across releases.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
-from anonymizers.dummies import DummyConfig, NoReleaseError, generate_dummies
+from anonymizers.dummies import DummyConfig, NoReleaseError, generate_dummies, persist
 from anonymizers.errors import InputError
 from anonymizers.io import read_json, read_table
 from anonymizers.verify.dummies import verify_dummies
@@ -22,21 +31,35 @@ from anonymizers.verify.dummies import verify_dummies
 
 def add_arguments(parser) -> None:
     parser.add_argument("--input", required=True, help="CSV with columns patient_id,code")
-    parser.add_argument("--clusters", required=True, help="clusters JSON from cluster-codes")
+    parser.add_argument("--clusters", default=None,
+                        help="clusters JSON from cluster-codes (required without "
+                             "--previous-state; with it, default: the state's clusters)")
     parser.add_argument("--seed", type=int, required=True, help="seed of every random choice")
     parser.add_argument("--output", required=True, help="released CSV to write (patient_id,code)")
     parser.add_argument("--dummy-map", required=True,
                         help="private CSV to write (pseudonym,is_dummy,source_patient_id)")
     parser.add_argument("--min-anonymity-set", type=int, default=None,
                         help="also verify that every cluster has at least this many codes")
+    parser.add_argument("--previous-state", default=None,
+                        help="private state folder of the previous release (needs --state)")
+    parser.add_argument("--state", default=None,
+                        help="private state folder to write for the next release")
 
 
 def run(args) -> int:
+    _check_state_options(args)
     config = DummyConfig(seed=args.seed)
-    clusters = _read_clusters(args.clusters)
     df = read_table(args.input, ["patient_id", "code"])
+    previous = persist.read_state(args.previous_state) if args.previous_state else None
+    if args.clusters is not None:
+        clusters = _read_clusters(args.clusters)
+    else:
+        clusters = persist.clusters_for(df, previous)
     try:
-        result = generate_dummies(df, clusters, config)
+        if args.state is None:
+            result, state = generate_dummies(df, clusters, config), None
+        else:
+            result, state = persist.apply(df, clusters, config, previous)
     except NoReleaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -48,7 +71,24 @@ def run(args) -> int:
         return 1
     result.released.to_csv(args.output, index=False)
     result.dummy_map.to_csv(args.dummy_map, index=False)
+    if state is not None:
+        persist.write_state(state, args.state)
     return 0
+
+
+def _check_state_options(args) -> None:
+    if args.previous_state is not None and args.state is None:
+        raise InputError("--previous-state", "needs --state: a run that continues a lineage "
+                         "must write the state the next run reads")
+    if args.previous_state is None and args.clusters is None:
+        raise InputError("--clusters", "required unless --previous-state gives the clusters")
+    if args.state is not None:
+        folder = Path(args.state)
+        if folder.exists() and not folder.is_dir():
+            raise InputError(f"--state {args.state}", "is a file, not a folder")
+        if not folder.parent.is_dir():
+            raise InputError(f"--state {args.state}",
+                             f"the folder {str(folder.parent)!r} does not exist")
 
 
 def _read_clusters(path: str) -> list:

@@ -1,0 +1,378 @@
+"""Independent cross-release verifier: does a new release, combined with the
+releases of the same scope published before it, keep the method's guarantee?
+
+Written from the threat model (docs/threat-model-successive.md) alone; it
+imports nothing of the attacks (``anonymizers.successive.harness`` and the
+method modules) nor of the algorithms.  The adversary it checks against is
+the *linking adversary*: it holds every release, links the records of one
+patient across releases (stable pseudonyms, or the records' content, do it in
+practice; we assume the worst and grant it), hence knows every patient's
+presence pattern, and knows up to ``m`` atoms (codes; for LDA (code, age)
+pairs) that its target holds in every release the target is in.
+
+Set-valued methods (disassociation, UGACLIP, LDA) -- k-anonymity composed
+over releases (m-invariance's reading of re-publication, Xiao & Tao 2007,
+applied to identities instead of sensitive values):
+
+    for every patient p of any release and every set S of at most m atoms
+    that p holds in each release it is in (for UGACLIP: every privacy
+    constraint p holds), the patients q with p's presence pattern whose
+    released record could hold S in *every* one of those releases number
+    at least k.
+
+"Could hold S" is read from each method's release as its single-release
+verifier reads it (anonymizers/verify/):
+
+- disassociation: q's cluster -- with the shared chunks of its joint
+  cluster -- offers every code of S, and for every chunk (record chunk of
+  the cluster, or shared chunk) S's codes in that chunk lie together in one
+  of its subrecords (the chunk permutation of Section 3.2 may give that
+  subrecord to any record);
+- UGACLIP: q's released record holds the item of every unsuppressed code of
+  S (suppressed codes match nothing and are dropped, as the verifier does);
+- LDA: its adversary knows the target's whole trajectory (LDA's k-anonymity
+  is of the (ICD, Age) sequence) rather than m atoms, so S is p's trajectory
+  at each release, and q's released trajectory must generalize, pair by pair
+  and in order, some of those pairs (code equal, an ICD-9 ancestor, or
+  ``*``; age interval holding the age, or ``*``; a pair may be suppressed).
+
+GCCens (k-map against a population, Tamersoy 2011, III.5): a patient linked
+across releases is known to hold, of each code, the largest count any of its
+released records shows; that union multiset must be contained in at least k
+records of the new release's population.
+
+Input shape (``history`` is oldest first; ``new`` is the release to check;
+every table is a pandas DataFrame, ids and codes are compared as strings;
+``patient_id`` in ``truth``/``membership``/``map``/``key.original_id`` is the
+*source* patient id, the same across releases):
+
+==============  ==============================================================
+method          keys of each release mapping
+==============  ==============================================================
+disassociation  ``release``: the JSON dict the CLI writes; ``membership``:
+                ``patient_id, cluster`` (the cluster index of each record:
+                ``disassociation.batches.plan(...).rows``); ``truth``:
+                ``patient_id, code`` (the input of that release)
+ugaclip         ``release``: the JSON dict (``items``, ``suppressed``); its
+                recoding is global, so each patient's released record follows
+                from ``truth``: ``patient_id, code``
+lda             ``release``: the JSON dict (``records``: ``patient_id``
+                pseudonym, ``trajectory`` [[code, age], ...]); ``map``:
+                ``pseudonym, patient_id``; ``truth``: ``patient_id, code,
+                age[, service_date]``
+gccens          ``release``: the JSON dict (``records``: ``patient_id``
+                pseudonym, ``codes`` {code: count}); ``key``: ``patient_id``
+                (pseudonym), ``original_id``; ``population`` (on ``new``
+                only): ``patient_id, code[, count]``
+==============  ==============================================================
+
+``params``: ``k`` (all), ``m`` (disassociation; UGACLIP when no
+``constraints``), ``constraints`` (UGACLIP: the privacy policy's code lists,
+or the policy dict).  A release of the history without a patient it is
+checked against is simply a release the patient is not in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from anonymizers.errors import InputError, ParameterError
+from anonymizers.hierarchy import icd9cm
+from anonymizers.verify.longitudinal import _binary_age_cover, _CodeCover, _in_order
+from anonymizers.verify.longitudinal import _originals as _lda_originals
+from anonymizers.verify.verdict import Verdict
+
+SET_PROPERTY = "k-anonymity of {method} composed over {n} releases (linking adversary, m={m})"
+KMAP_PROPERTY = "k-map of the union of each patient's GCCens records over {n} releases"
+METHODS = ("disassociation", "ugaclip", "lda", "gccens")
+
+
+def check(method: str, history: Sequence[Mapping], new: Mapping, params: Mapping) -> Verdict:
+    """Verdict of ``new`` combined with ``history`` for ``method`` (see the
+    module docstring for the input shape and the property)."""
+    found, checked = _breaches(method, history, new, params)
+    n = len(history) + 1
+    if method == "gccens":
+        prop = KMAP_PROPERTY.format(n=n)
+        bad = [f"a patient of the new release: its records combined hold {_show(s)}, "
+               f"contained in {c} population record(s), fewer than k={params['k']}"
+               for _, s, c in found]
+    else:
+        prop = SET_PROPERTY.format(method=method, n=n, m=params.get("m"))
+        bad = [f"patient(s) present in releases {[r + 1 for r in sig]} hold {_show(s)}: {c} "
+               f"candidate record(s) across those releases, fewer than k={params['k']}"
+               for sig, s, c in found]
+    return Verdict.from_violations(prop, checked, bad)
+
+
+def breaches(method: str, history: Sequence[Mapping], new: Mapping,
+             params: Mapping) -> list[tuple[tuple[int, ...], tuple[str, ...], int]]:
+    """Every breach ``check`` counts, uncapped: (presence pattern as release
+    indices from 0, the atoms, the candidates found).  For GCCens the pattern
+    is empty and the atoms read ``code x count``."""
+    return _breaches(method, history, new, params)[0]
+
+
+def _breaches(method, history, new, params):
+    if method not in METHODS:
+        raise ParameterError("method", f"no cross-release check for {method!r}; "
+                             f"known: {', '.join(METHODS)}")
+    k = _int(params, "k")
+    releases = list(history) + [new]
+    if method == "gccens":
+        return _check_kmap(releases, k)
+    views = [_VIEWS[method](r, params) for r in releases]
+    constraints = _constraints(params) if method == "ugaclip" else None
+    m = None if constraints is not None or method == "lda" else _int(params, "m")
+    return _check_sets(views, k, m, constraints)
+
+
+def _int(params: Mapping, name: str) -> int:
+    value = params.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ParameterError(name, f"must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _constraints(params: Mapping):
+    """UGACLIP's privacy constraints as frozensets, or None to check every
+    set of at most m codes instead."""
+    c = params.get("constraints")
+    if c is None:
+        return None
+    if isinstance(c, Mapping):
+        c = c.get("constraints", [])
+    return [frozenset(str(x) for x in s) for s in c if len(s)]
+
+
+# --- the composed k-anonymity of set-valued releases --------------------------------
+
+def _check_sets(views, k: int, m: int | None, constraints) -> tuple[list, int]:
+    """(breaches, number of (patient, set) pairs checked)."""
+    ids = sorted(set().union(*(v.atoms for v in views)))
+    index = {p: i for i, p in enumerate(ids)}
+    present = np.zeros((len(views), len(ids)), dtype=bool)
+    for r, v in enumerate(views):
+        present[r, [index[p] for p in v.atoms]] = True
+    for v in views:
+        v.bind(index, len(ids))
+    pattern = present.T
+    classes: dict[tuple, list[int]] = {}
+    for i, row in enumerate(pattern):
+        classes.setdefault(tuple(np.flatnonzero(row).tolist()), []).append(i)
+    checked, bad = 0, []
+    for sig, members in classes.items():
+        in_class = np.zeros(len(ids), dtype=bool)
+        in_class[members] = True
+        sets = _sets_of_class(views, sig, [ids[i] for i in members], m, constraints)
+        for s, holders in sets.items():
+            checked += holders
+            hosted = in_class.copy()
+            for r in sig:
+                hosted &= views[r].hosts(s)
+            n = int(hosted.sum())
+            if n < k:
+                shown = (f"a whole trajectory of {len(views[sig[-1]].atoms[s])} pairs",) \
+                    if isinstance(s, str) else tuple(sorted(map(str, s)))
+                bad.append((sig, shown, n))
+    return bad, checked
+
+
+def _sets_of_class(views, sig, patients, m, constraints) -> dict:
+    """Each set to check for the class (atoms every member holds throughout;
+    for LDA each member itself) -> how many members hold it.  Candidates only shrink as a set grows, so
+    sets of exactly m atoms (the whole record when shorter) suffice."""
+    out: dict = {}
+    for p in patients:
+        held = frozenset.intersection(*(views[r].atoms[p] for r in sig))
+        if getattr(views[sig[0]], "whole_record", False):
+            sets = [p]  # the view reads each release's own record of p
+        elif constraints is not None:
+            sets = [c for c in constraints if c <= held]
+        else:
+            sets = [frozenset(s) for s in combinations(sorted(held), min(m, len(held)))]
+        for s in sets:
+            out[s] = out.get(s, 0) + 1
+    return out
+
+
+def _number(index: dict, p: str, table: str) -> int:
+    if p not in index:
+        raise InputError(table, "names a patient that the release's truth does not hold")
+    return index[p]
+
+
+def _show(s) -> str:
+    return "{" + ", ".join(sorted(map(str, s))) + "}"
+
+
+def _atoms_by_patient(truth: pd.DataFrame, cols: list[str]) -> dict:
+    df = truth[["patient_id"] + cols].astype(str)
+    if len(cols) == 1:
+        vals = df[cols[0]].str.strip()
+    else:
+        vals = pd.Series(list(zip(df[cols[0]].str.strip(),
+                                  pd.to_numeric(df[cols[1]]).astype(int))), index=df.index)
+    return {p: frozenset(g) for p, g in vals.groupby(df["patient_id"], sort=False)}
+
+
+class _Disassociation:
+    """Cluster-level hosting of a set of codes in a disassociated release."""
+
+    def __init__(self, r: Mapping, params):
+        doc = r["release"]
+        self.atoms = _atoms_by_patient(r["truth"], ["code"])
+        mem = r["membership"]
+        self.cluster_of = dict(zip(mem["patient_id"].astype(str), mem["cluster"].astype(int)))
+        self.chunks: list[list[tuple[frozenset, list[frozenset]]]] = []
+        self.offers: list[set] = []
+        for c in doc["clusters"]:
+            chunks = [(frozenset(map(str, ch["codes"])), [frozenset(map(str, s))
+                                                         for s in ch["subrecords"]])
+                      for ch in c["record_chunks"]]
+            self.chunks.append(chunks)
+            self.offers.append(set().union(*(d for d, _ in chunks), map(str, c["item_chunk"])))
+        for sh in doc.get("shared_chunks", []):
+            chunk = (frozenset(map(str, sh["codes"])),
+                     [frozenset(map(str, s)) for s in sh["subrecords"]])
+            for ci in sh["clusters"]:
+                self.chunks[ci].append(chunk)
+                self.offers[ci] |= chunk[0]
+        self._cache: dict = {}
+
+    def bind(self, index: dict, n: int) -> None:
+        """Global patient numbering: the members of each cluster as indices."""
+        self.n = n
+        self.members = [[] for _ in self.chunks]
+        for p, ci in self.cluster_of.items():
+            self.members[ci].append(_number(index, p, "membership"))
+        self.members = [np.array(m, dtype=np.int64) for m in self.members]
+        self.offering: dict[str, set] = {}
+        for ci, codes in enumerate(self.offers):
+            for c in codes:
+                self.offering.setdefault(c, set()).add(ci)
+
+    def _cluster_hosts(self, ci: int, s: frozenset) -> bool:
+        for domain, subrecords in self.chunks[ci]:
+            part = s & domain
+            if part and not any(part <= sub for sub in subrecords):
+                return False
+        return True
+
+    def hosts(self, s: frozenset) -> np.ndarray:
+        if s not in self._cache:
+            offer = set.intersection(*(self.offering.get(c, set()) for c in s))
+            out = np.zeros(self.n, dtype=bool)
+            for ci in offer:
+                if self._cluster_hosts(ci, s):
+                    out[self.members[ci]] = True
+            self._cache[s] = out
+        return self._cache[s]
+
+
+class _UGACLIP:
+    """Global recoding: a patient's released record is the items of its codes."""
+
+    def __init__(self, r: Mapping, params):
+        doc = r["release"]
+        self.atoms = _atoms_by_patient(r["truth"], ["code"])
+        self.item_of = {str(c): i for i, item in enumerate(doc["items"]) for c in item}
+        self.items_held = {p: {self.item_of[c] for c in codes if c in self.item_of}
+                           for p, codes in self.atoms.items()}
+        self._cache: dict = {}
+
+    def bind(self, index: dict, n: int) -> None:
+        self.n = n
+        holders: dict[int, list[int]] = {}
+        for p, held in self.items_held.items():
+            for i in held:
+                holders.setdefault(i, []).append(index[p])  # p comes from truth
+        self.holders = {i: np.array(v, dtype=np.int64) for i, v in holders.items()}
+
+    def hosts(self, s: frozenset) -> np.ndarray:
+        need = frozenset(self.item_of[c] for c in s if c in self.item_of)
+        if need not in self._cache:
+            out = np.ones(self.n, dtype=bool)
+            for i in need:
+                mask = np.zeros(self.n, dtype=bool)
+                mask[self.holders.get(i, [])] = True
+                out &= mask
+            self._cache[need] = out
+        return self._cache[need]
+
+
+class _LDA:
+    """LDA's adversary knows its target's whole trajectory (k-anonymity of the
+    (ICD, Age) sequence, Tamersoy 2011, IV.2) and a pair may have been
+    suppressed: a record is a candidate when its released trajectory
+    generalizes, in order, pairs of the target's trajectory at that release
+    (the single-release verifier's reading, whose matcher is reused)."""
+
+    whole_record = True
+
+    def __init__(self, r: Mapping, params):
+        owner = dict(zip(r["map"]["pseudonym"].astype(str), r["map"]["patient_id"].astype(str)))
+        self.trajectory = {owner[str(rec["patient_id"])]: tuple((str(c), str(a)) for c, a in
+                                                                rec["trajectory"])
+                           for rec in r["release"]["records"]}
+        truth = r["truth"].assign(patient_id=r["truth"]["patient_id"].astype(str))
+        self.original = _lda_originals(truth)
+        self.atoms = {p: frozenset(pairs) for p, pairs in self.original.items()}
+        self._code_covers = _CodeCover(icd9cm())
+        self._cache: dict = {}
+
+    def bind(self, index: dict, n: int) -> None:
+        self.n = n
+        by_traj: dict[tuple, list[int]] = {}
+        for p, traj in self.trajectory.items():
+            by_traj.setdefault(traj, []).append(_number(index, p, "map"))
+        self.groups = [(t, np.array(v, dtype=np.int64)) for t, v in by_traj.items()]
+
+    def hosts(self, target: str) -> np.ndarray:
+        if target not in self._cache:
+            out = np.zeros(self.n, dtype=bool)
+            for traj, members in self.groups:
+                if _in_order(traj, self.original[target], self._code_covers,
+                             _binary_age_cover):
+                    out[members] = True
+            self._cache[target] = out
+        return self._cache[target]
+
+
+_VIEWS = {"disassociation": _Disassociation, "ugaclip": _UGACLIP, "lda": _LDA}
+
+
+# --- GCCens: k-map of the union ----------------------------------------------------
+
+def _check_kmap(releases: list[Mapping], k: int) -> tuple[list, int]:
+    """Every patient of the new release: its union over releases vs the population."""
+    union: dict[str, dict[str, int]] = {}
+    for r in releases:
+        owner = dict(zip(r["key"]["patient_id"].astype(str), r["key"]["original_id"].astype(str)))
+        for rec in r["release"]["records"]:
+            held = union.setdefault(owner[str(rec["patient_id"])], {})
+            for c, n in rec["codes"].items():
+                held[str(c)] = max(held.get(str(c), 0), int(n))
+    new_owners = set(releases[-1]["key"]["original_id"].astype(str))
+    pop = releases[-1]["population"]
+    counts = pop["count"].astype(np.int64) if "count" in pop.columns else 1
+    tally = pd.DataFrame({"p": pop["patient_id"].astype(str), "c": pop["code"].astype(str),
+                          "n": counts}).groupby(["p", "c"])["n"].sum()
+    table = tally.unstack(fill_value=0)
+    bad = []
+    for p in sorted(new_owners):
+        d = union.get(p, {})
+        if any(c not in table.columns for c in d):
+            dis = 0
+        else:
+            ok = np.ones(len(table), dtype=bool)
+            for c, n in d.items():
+                ok &= table[c].to_numpy() >= n
+            dis = int(ok.sum())
+        if dis < k:
+            bad.append(((), tuple(sorted(f"{c}x{n}" for c, n in d.items())), dis))
+    return bad, len(new_owners)

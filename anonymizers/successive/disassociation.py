@@ -1,0 +1,205 @@
+"""Disassociation over successive releases: the releases with their cluster
+membership, the stable-cluster defence, and the linking adversary's attack.
+
+Attack (docs/threat-model-successive.md, Section 3.1).  A disassociated
+release names no patient, so the adversary links a patient's records across
+releases from what it knows of them; granted the patients' records (the
+``truth``), it places each record in the clusters it fits (every code
+offered, its projection on every record chunk, and on every shared chunk of
+the joint cluster, one of that chunk's subrecords) and intersects, over the
+releases, the patients whose cluster could hold the m codes it knows.  A
+patient who fits several clusters counts as a candidate if any of them could.
+
+Defence: *stable clusters with retention*.  Every patient published once
+keeps its cluster in every later release of the scope: a persisting
+patient's current record is re-disassociated in that cluster (codes it
+gained are published), a patient who left is kept with the record last
+published (nothing new is disclosed about it, and its cluster keeps its
+size), and the patients who arrived are clustered by HORPART among
+themselves.  A patient's cluster then holds the same patients in every
+release it is in, and every one of them is a candidate for any set of codes
+the patient's cluster can hold, so each patient keeps at least k candidates
+over the whole history (clusters hold at least k records).  Fewer than k new
+patients cannot form a cluster of their own: they are held back until enough
+arrive (``held_back`` in the metrics), never published unprotected.
+
+Only the method's public functions are used (``batches.plan``,
+``run_batch``, ``combine``); the algorithm's files are not changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from anonymizers.disassociation import DisassociationConfig
+from anonymizers.disassociation.batches import Plan, combine, plan, run_batch
+from anonymizers.errors import ParameterError
+from anonymizers.successive.harness import ReleaseView, intersection_attack
+
+
+@dataclass(frozen=True)
+class Published:
+    """A release, its private membership (``patient_id, cluster``) and the
+    records it was made from (retained ones included): the state the next
+    run of the scope starts from.  ``held_back``: arrivals not published."""
+
+    release: dict
+    membership: pd.DataFrame
+    records: pd.DataFrame
+    metrics: dict
+    held_back: int = 0
+
+    def tables(self) -> dict:
+        """The mapping ``check.check`` reads for this release."""
+        return {"release": self.release, "membership": self.membership, "truth": self.records}
+
+
+def release(records: pd.DataFrame, config: DisassociationConfig) -> Published:
+    """One disassociation run, as ``disassociate`` makes it, with its membership."""
+    p = plan(records, config)
+    return _publish(records, p, config)
+
+
+def release_stable(records: pd.DataFrame, config: DisassociationConfig,
+                   previous: Published | None) -> Published:
+    """The next release of a scope under stable clusters with retention (see
+    the module docstring); the first release of a scope is a plain run."""
+    if previous is None:
+        return release(records, config)
+    records = records[["patient_id", "code"]].astype(str)
+    old = previous.membership.assign(patient_id=lambda d: d["patient_id"].astype(str))
+    current = set(records["patient_id"])
+    known = set(old["patient_id"])
+    left = previous.records[~previous.records["patient_id"].isin(current)]
+    arrived = records[~records["patient_id"].isin(known)]
+    kept = pd.concat([records[records["patient_id"].isin(known)], left], ignore_index=True)
+    rows = [old[["patient_id", "cluster"]]]
+    n_old = old["cluster"].max() + 1
+    n_new = arrived["patient_id"].nunique()
+    held = 0
+    if n_new >= config.k:
+        p_new = plan(arrived, config)
+        rows.append(p_new.rows[["patient_id", "cluster"]].assign(
+            cluster=lambda d: d["cluster"] + n_old))
+        kept = pd.concat([kept, arrived], ignore_index=True)
+    else:
+        held = n_new
+    rows = pd.concat(rows, ignore_index=True).sort_values(["cluster", "patient_id"],
+                                                         kind="stable", ignore_index=True)
+    rows["position"] = rows.groupby("cluster").cumcount()
+    sizes = rows.groupby("cluster").size().to_numpy()
+    figures = {"n_records": len(rows), "n_codes": int(kept["code"].nunique()),
+               "nnz": len(kept.drop_duplicates()), "merged_small_clusters": 0}
+    p = Plan(rows, len(sizes), figures, None, sizes)
+    out = _publish(kept, p, config)
+    return Published(out.release, out.membership, out.records,
+                     {**out.metrics, "held_back": held, "retained_left": int(left["patient_id"]
+                                                                             .nunique())}, held)
+
+
+def _publish(records: pd.DataFrame, p: Plan, config: DisassociationConfig) -> Published:
+    fragment = run_batch(records, p.rows, config, p.n_clusters)
+    doc, metrics = combine(p, [fragment], config)
+    membership = p.rows[["patient_id", "cluster"]].reset_index(drop=True)
+    return Published(doc.to_json(), membership,
+                     records[["patient_id", "code"]].drop_duplicates(ignore_index=True), metrics)
+
+
+# --- the attack ----------------------------------------------------------------------
+
+def attack(releases: Sequence[dict], truth: Sequence[pd.DataFrame] | None, k: int | None = None,
+           m: int | None = None) -> dict:
+    """The linking adversary against disassociated ``releases`` (JSON dicts,
+    oldest first) given ``truth[r]`` (``patient_id, code``: the records the
+    adversary is granted); ``k``/``m`` default to the last release's."""
+    if truth is None:
+        raise ParameterError("truth", "a disassociated release names no patient: the attack "
+                             "links records through the patients' records (give --truth)")
+    if len(truth) != len(releases):
+        raise ParameterError("truth", f"{len(truth)} truth tables for {len(releases)} releases")
+    k = releases[-1]["k"] if k is None else k
+    m = releases[-1]["m"] if m is None else m
+    views, fits = [], []
+    for doc, t in zip(releases, truth):
+        clusters = _Clusters(doc)
+        view, ambiguous = clusters.view(t)
+        views.append(view)
+        fits.append(ambiguous)
+    report = intersection_attack(views, k, m)
+    report["records_fitting_several_clusters"] = fits
+    return report
+
+
+class _Clusters:
+    """Per cluster: its chunks as code -> subrecord numbers (a set of codes
+    lies in one subrecord when their numbers intersect)."""
+
+    def __init__(self, doc: dict):
+        n = len(doc["clusters"])
+        self.chunks: list[list[tuple[frozenset, dict, set]]] = [[] for _ in range(n)]
+        for ci, c in enumerate(doc["clusters"]):
+            for ch in c["record_chunks"]:
+                self.chunks[ci].append(_chunk(ch["codes"], ch["subrecords"]))
+            self.chunks[ci].append((frozenset(map(str, c["item_chunk"])), None, set()))
+        for sh in doc.get("shared_chunks", []):
+            chunk = _chunk(sh["codes"], sh["subrecords"])
+            for ci in sh["clusters"]:
+                self.chunks[ci].append(chunk)
+        self.offering: dict[str, set] = {}
+        for ci, chunks in enumerate(self.chunks):
+            for domain, _, _ in chunks:
+                for c in domain:
+                    self.offering.setdefault(c, set()).add(ci)
+
+    def offering_all(self, codes) -> set:
+        """Clusters offering every one of ``codes``."""
+        return set.intersection(*(self.offering.get(c, set()) for c in codes)) if codes \
+            else set(range(len(self.chunks)))
+
+    def holds(self, ci: int, codes: frozenset) -> bool:
+        """Could a record of cluster ``ci`` hold every one of ``codes``?"""
+        rest = set(codes)
+        for domain, where, _ in self.chunks[ci]:
+            mine = rest & domain
+            if not mine:
+                continue
+            rest -= mine
+            if where is not None and not set.intersection(*(where[c] for c in mine)):
+                return False
+        return not rest
+
+    def fits(self, ci: int, codes: frozenset) -> bool:
+        """Is a record of exactly ``codes`` one of cluster ``ci``'s?  (Called
+        only for clusters offering every code.)"""
+        return all(where is None or frozenset(codes & domain) in subs
+                   for domain, where, subs in self.chunks[ci])
+
+    def view(self, truth: pd.DataFrame) -> tuple[ReleaseView, int]:
+        t = truth[["patient_id", "code"]].astype(str)
+        atoms = {p: frozenset(g) for p, g in t.groupby("patient_id")["code"]}
+        owner: dict[str, list[int]] = {}
+        by_record: dict[frozenset, list[int]] = {}
+        for p, codes in atoms.items():
+            if codes not in by_record:
+                by_record[codes] = [ci for ci in self.offering_all(codes)
+                                    if self.fits(ci, codes)]
+            owner[p] = by_record[codes]
+        memo: dict = {}
+
+        def candidates(s: frozenset) -> frozenset:
+            if s not in memo:
+                ok = {ci for ci in self.offering_all(s) if self.holds(ci, s)}
+                memo[s] = frozenset(p for p, cs in owner.items() if ok.intersection(cs))
+            return memo[s]
+        return ReleaseView(atoms, candidates), sum(len(cs) > 1 for cs in owner.values())
+
+
+def _chunk(codes, subrecords) -> tuple[frozenset, dict, set]:
+    where: dict[str, set] = {str(c): set() for c in codes}
+    for i, s in enumerate(subrecords):
+        for c in s:
+            where[str(c)].add(i)
+    return frozenset(where), where, {frozenset(map(str, s)) for s in subrecords}
