@@ -30,6 +30,7 @@ COMMANDS = {
     "reconstruct": ("reconstruct", "draw a dataset from a disassociated one"),
     "gccens": ("gccens", "GCCens censoring of repeated codes under k-map"),
     "lda": ("lda", "LDA for longitudinal (ICD, age) records"),
+    "attack-successive": ("attack", "attack successive releases of a method (issue 25)"),
 }
 
 

@@ -57,8 +57,8 @@ from anonymizers.dummies.batch import Batch
 from anonymizers.dummies.config import DummyConfig
 from anonymizers.dummies.inputs import check_clusters, encode_input, widen
 from anonymizers.dummies.release import assemble
-from anonymizers.dummies.results import DummyResult
-from anonymizers.errors import InputError
+from anonymizers.dummies.results import DummyResult, NoReleaseError
+from anonymizers.errors import InputError, ParameterError
 from anonymizers.io import read_json, write_json
 from anonymizers.pseudonyms import generator, keyed
 from anonymizers.records import Records
@@ -66,7 +66,7 @@ from anonymizers.records import Records
 VERSION = 1
 DUMMY_COLUMNS = ["dummy_id", "source_patient_id", "source_digest", "born", "code"]
 STATE_JSON, DUMMIES_CSV = "state.json", "dummies.csv"
-RETIRE_REASONS = ("source_left", "source_changed", "code_not_clustered", "repeats_real_set")
+RETIRE_REASONS = ("code_not_clustered", "repeats_real_set", "turnover", "no_source")
 
 
 @dataclass(frozen=True)
@@ -154,21 +154,37 @@ def apply(df: pd.DataFrame, clusters, config: DummyConfig,
     ``previous`` and topped up (see the module docstring), and the new state.
 
     ``previous=None`` starts a lineage (generation 1: every dummy is new).
-    With a previous state, pass ``clusters_for(df, previous)`` as ``clusters``
-    (``metrics["clusters_kept"]`` says whether the clusters were kept).
+    With a previous state, ``clusters=None`` takes ``clusters_for(df,
+    previous)``; other clusters are used as given, and
+    ``metrics["clusters_kept"]`` says whether they keep the lineage's.  The
+    clusters used are ``state.clusters`` (verify the release against them).
     """
+    if clusters is None:
+        if previous is None:
+            raise ParameterError("clusters", "required to start a lineage (no previous state)")
+        clusters = clusters_for(df, previous)
     generation = 1 if previous is None else previous.generation + 1
     run_config = replace(config, seed=run_seed(config, generation))
     raw = encode_input(df)
     cluster_codes = check_clusters(clusters, raw.codes)
     vocab = np.array(sorted(c for cl in cluster_codes for c in cl), dtype=object)
     records = widen(raw, vocab)
-    carried = carry(previous, records)
     ctx = generate._context(records, cluster_codes, run_config)
-    dummies, metrics = _top_up(ctx, carried.batch)
+    carried = carry(previous, records, ctx.cluster_of, ctx.rng)
+    try:
+        dummies, metrics = _top_up(ctx, carried.batch)
+    except NoReleaseError as exc:
+        if carried.batch.n == 0:
+            raise
+        raise NoReleaseError(
+            f"no release keeps the {carried.batch.n} dummies carried from generation "
+            f"{generation - 1}: {exc.problem} -- the carried dummies were held fixed; starting "
+            "a new lineage (no previous state) would release, but then this release and the "
+            "last could be compared (issue 25)") from None
     metrics |= {"generation": generation, "seed": config.seed,
                 "previous_dummies": _n_dummies(previous), "carried_dummies": carried.batch.n,
                 "new_dummies": dummies.n - carried.batch.n, "retired_dummies": carried.retired,
+                "leaving_rate": carried.leaving_rate, "resourced_dummies": carried.resourced,
                 "clusters_kept": previous is None or keeps(previous.clusters, clusters)}
     released, dummy_map = assemble(records, dummies,
                                    generator(run_config.pseudonym_key, run_config.seed, ctx.rng))
@@ -263,44 +279,110 @@ def _digest(codes) -> str:
 class Carried:
     """The dummies kept from the previous state: ``batch`` over the current
     code vocabulary (sources as record indices), their ``ids`` and ``born``
-    generations in batch order, and the count of the others by reason."""
+    generations in batch order, the count of the others by reason, the
+    leaving rate they were retired at and how many changed source."""
 
     batch: Batch
     ids: np.ndarray
     born: np.ndarray
     retired: dict
+    leaving_rate: float = 0.0
+    resourced: int = 0
 
 
-def carry(previous: State | None, records: Records) -> Carried:
-    """Which dummies of ``previous`` live on in a release of ``records``."""
-    retired = dict.fromkeys(RETIRE_REASONS, 0)
+def carry(previous: State | None, records: Records, cluster_of: np.ndarray,
+          rng: np.random.Generator) -> Carried:
+    """Which dummies of ``previous`` live on in a release of ``records``
+    (``cluster_of``: cluster of each code of ``records.codes``).
+
+    Forced out: a dummy with a code in no cluster, or whose set is now a real
+    patient's.  Then dummies retire at the rate real patients left (or
+    changed), estimated on the dummies' distinct sources -- the previous real
+    patients, since every one is duplicated when possible -- those whose own
+    source left first, the rest at random (``rng``).  A kept dummy whose
+    source left or changed takes a present patient of the same profile
+    (codes per cluster) as its source, else one with as many codes; with
+    neither it retires (``no_source``).
+    """
     if previous is None or len(previous.dummies) == 0:
-        return Carried(_empty(), np.zeros(0, dtype=object), np.zeros(0, np.int64), retired)
+        return Carried(_empty(), np.zeros(0, dtype=object), np.zeros(0, np.int64),
+                       dict.fromkeys(RETIRE_REASONS, 0))
     d = previous.dummies.sort_values(["dummy_id", "code"], kind="stable")
     ids, first = np.unique(d["dummy_id"].to_numpy(dtype=str), return_index=True)
     code_lists = np.split(d["code"].to_numpy(dtype=object), first[1:])
     real_digest = digests(records)
     index = pd.Series(np.arange(records.n_records), index=records.patients.astype(str))
-    src = index.reindex(d["source_patient_id"].to_numpy(dtype=str)[first]).to_numpy()
-    left = np.isnan(src)
-    src = np.where(left, 0, src).astype(np.int64)
-    changed = ~left & (real_digest[src] != d["source_digest"].to_numpy(dtype=str)[first])
-    known = d["code"].isin(pd.Index(records.codes)).to_numpy()
-    unclustered = ~np.logical_and.reduceat(known, first)
+    source = d["source_patient_id"].to_numpy(dtype=str)[first]
+    src = index.reindex(source).to_numpy()
+    gone = np.isnan(src)
+    src = np.where(gone, 0, src).astype(np.int64)
+    gone |= real_digest[src] != d["source_digest"].to_numpy(dtype=str)[first]
+    unclustered = ~np.logical_and.reduceat(d["code"].isin(pd.Index(records.codes)).to_numpy(),
+                                           first)
     repeats = np.isin(np.array([_digest(c) for c in code_lists], dtype=object), real_digest)
-    alive = np.ones(len(ids), dtype=bool)
-    for reason, mask in zip(RETIRE_REASONS, (left, changed, unclustered, repeats)):
-        retired[reason] = int((mask & alive).sum())  # the first reason that applies
-        alive &= ~mask
+    rate = float(pd.Series(gone).groupby(source).all().mean())
+    forced = unclustered | repeats
+    turnover = _turnover(gone, forced, int(round(rate * len(ids))), rng)
+    alive = ~forced & ~turnover
+    codes = [np.searchsorted(records.codes, c) if a else None for c, a in zip(code_lists, alive)]
+    src, orphan = _resource(src, gone & alive, codes, records, cluster_of, rng)
+    alive &= ~orphan
+    retired = {"code_not_clustered": int(unclustered.sum()),
+               "repeats_real_set": int((repeats & ~unclustered).sum()),
+               "turnover": int(turnover.sum()), "no_source": int(orphan.sum())}
     keep = np.flatnonzero(alive)
-    if len(keep) == 0:
-        return Carried(_empty(), np.zeros(0, dtype=object), np.zeros(0, np.int64), retired)
-    sizes = np.array([len(code_lists[i]) for i in keep], dtype=np.int64)
-    codes = np.searchsorted(records.codes, np.concatenate([code_lists[i] for i in keep]))
-    batch = Batch(src[keep], np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-                  codes.astype(np.int64))
+    batch = _batch(src[keep], [codes[i] for i in keep])
     born = d["born"].to_numpy(dtype=np.int64)[first][keep]
-    return Carried(batch, ids[keep].astype(object), born, retired)
+    return Carried(batch, ids[keep].astype(object), born, retired, round(rate, 4),
+                   int((gone & alive).sum()))
+
+
+def _turnover(gone: np.ndarray, forced: np.ndarray, target: int,
+              rng: np.random.Generator) -> np.ndarray:
+    """Dummies to retire so that, with the forced ones, ``target`` retire:
+    those whose source is gone first, then at random."""
+    out = np.zeros(len(gone), dtype=bool)
+    extra = max(0, target - int(forced.sum()))
+    cand = np.flatnonzero(~forced)
+    order = cand[np.lexsort((rng.random(len(cand)), ~gone[cand]))]
+    out[order[:extra]] = True
+    return out
+
+
+def _resource(src: np.ndarray, need: np.ndarray, codes: list, records: Records,
+              cluster_of: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """New sources for the dummies ``need``: a random present patient of the
+    same profile, else of the same size; the mask of those with neither."""
+    src, orphan = src.copy(), np.zeros(len(src), dtype=bool)
+    if not need.any():
+        return src, orphan
+    n_cl = int(cluster_of.max()) + 1 if len(cluster_of) else 1
+    m = records.matrix
+    rows = np.repeat(np.arange(records.n_records), np.diff(m.indptr))
+    counts = np.zeros((records.n_records, n_cl), dtype=np.int64)
+    np.add.at(counts, (rows, cluster_of[m.indices]), 1)
+    by_profile = pd.Series(np.arange(records.n_records)).groupby(
+        [c.tobytes() for c in counts]).apply(np.asarray)
+    by_size = pd.Series(np.arange(records.n_records)).groupby(counts.sum(axis=1)).apply(
+        np.asarray)
+    for i in np.flatnonzero(need):
+        profile = np.bincount(cluster_of[codes[i]], minlength=n_cl).astype(np.int64)
+        pool = by_profile.get(profile.tobytes())
+        if pool is None:
+            pool = by_size.get(int(profile.sum()))
+        if pool is None:
+            orphan[i] = True
+        else:
+            src[i] = pool[rng.integers(len(pool))]
+    return src, orphan
+
+
+def _batch(src: np.ndarray, codes: list) -> Batch:
+    if len(src) == 0:
+        return _empty()
+    sizes = np.array([len(c) for c in codes], dtype=np.int64)
+    return Batch(src.astype(np.int64), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                 np.concatenate(codes).astype(np.int64))
 
 
 def _empty() -> Batch:

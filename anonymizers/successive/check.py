@@ -52,7 +52,9 @@ method          keys of each release mapping
 disassociation  ``release``: the JSON dict the CLI writes; ``membership``:
                 ``patient_id, cluster`` (the cluster index of each record:
                 ``disassociation.batches.plan(...).rows``); ``truth``:
-                ``patient_id, code`` (the input of that release)
+                ``patient_id, code`` (the records the release was made from;
+                ``successive.disassociation.Published.tables()`` gives all
+                three, retained records included)
 ugaclip         ``release``: the JSON dict (``items``, ``suppressed``); its
                 recoding is global, so each patient's released record follows
                 from ``truth``: ``patient_id, code``
@@ -184,8 +186,10 @@ def _check_sets(views, k: int, m: int | None, constraints) -> tuple[list, int]:
 
 def _sets_of_class(views, sig, patients, m, constraints) -> dict:
     """Each set to check for the class (atoms every member holds throughout;
-    for LDA each member itself) -> how many members hold it.  Candidates only shrink as a set grows, so
-    sets of exactly m atoms (the whole record when shorter) suffice."""
+    for LDA each member itself) -> how many members hold it.  Candidates only
+    shrink as a set grows, so sets of exactly m atoms (the whole record when
+    shorter) suffice.  A member holding nothing throughout is checked with
+    the empty set: its presence pattern alone must leave k candidates."""
     out: dict = {}
     for p in patients:
         held = frozenset.intersection(*(views[r].atoms[p] for r in sig))
@@ -221,49 +225,56 @@ def _atoms_by_patient(truth: pd.DataFrame, cols: list[str]) -> dict:
 
 
 class _Disassociation:
-    """Cluster-level hosting of a set of codes in a disassociated release."""
+    """Cluster-level hosting of a set of codes in a disassociated release.
+
+    Each chunk is held as code -> bitmask of the subrecords holding it (bit i
+    for subrecord i): codes lie together in some subrecord when the AND of
+    their masks is not zero; an item chunk's codes need no such check."""
 
     def __init__(self, r: Mapping, params):
         doc = r["release"]
         self.atoms = _atoms_by_patient(r["truth"], ["code"])
         mem = r["membership"]
         self.cluster_of = dict(zip(mem["patient_id"].astype(str), mem["cluster"].astype(int)))
-        self.chunks: list[list[tuple[frozenset, list[frozenset]]]] = []
-        self.offers: list[set] = []
-        for c in doc["clusters"]:
-            chunks = [(frozenset(map(str, ch["codes"])), [frozenset(map(str, s))
-                                                         for s in ch["subrecords"]])
-                      for ch in c["record_chunks"]]
-            self.chunks.append(chunks)
-            self.offers.append(set().union(*(d for d, _ in chunks), map(str, c["item_chunk"])))
+        n = len(doc["clusters"])
+        # per cluster: code -> [(chunk number, mask)]; chunk numbers are global
+        self.masks: list[dict[str, list[tuple[int, int]]]] = [{} for _ in range(n)]
+        chunk = 0
+        for ci, c in enumerate(doc["clusters"]):
+            for ch in c["record_chunks"]:
+                _add_chunk(self.masks[ci], chunk, ch["codes"], ch["subrecords"])
+                chunk += 1
+            for code in c["item_chunk"]:
+                self.masks[ci].setdefault(str(code), []).append((-1, 0))
         for sh in doc.get("shared_chunks", []):
-            chunk = (frozenset(map(str, sh["codes"])),
-                     [frozenset(map(str, s)) for s in sh["subrecords"]])
             for ci in sh["clusters"]:
-                self.chunks[ci].append(chunk)
-                self.offers[ci] |= chunk[0]
+                _add_chunk(self.masks[ci], chunk, sh["codes"], sh["subrecords"])
+            chunk += 1
         self._cache: dict = {}
 
     def bind(self, index: dict, n: int) -> None:
         """Global patient numbering: the members of each cluster as indices."""
         self.n = n
-        self.members = [[] for _ in self.chunks]
+        members: list[list[int]] = [[] for _ in self.masks]
         for p, ci in self.cluster_of.items():
-            self.members[ci].append(_number(index, p, "membership"))
-        self.members = [np.array(m, dtype=np.int64) for m in self.members]
+            members[ci].append(_number(index, p, "membership"))
+        self.members = [np.array(m, dtype=np.int64) for m in members]
         self.offering: dict[str, set] = {}
-        for ci, codes in enumerate(self.offers):
+        for ci, codes in enumerate(self.masks):
             for c in codes:
                 self.offering.setdefault(c, set()).add(ci)
 
     def _cluster_hosts(self, ci: int, s: frozenset) -> bool:
-        for domain, subrecords in self.chunks[ci]:
-            part = s & domain
-            if part and not any(part <= sub for sub in subrecords):
-                return False
-        return True
+        together: dict[int, int] = {}
+        for c in s:
+            for chunk, mask in self.masks[ci][c]:
+                if chunk >= 0:
+                    together[chunk] = together.get(chunk, mask) & mask
+        return all(together.values())
 
     def hosts(self, s: frozenset) -> np.ndarray:
+        if not s:
+            return np.ones(self.n, dtype=bool)
         if s not in self._cache:
             offer = set.intersection(*(self.offering.get(c, set()) for c in s))
             out = np.zeros(self.n, dtype=bool)
@@ -272,6 +283,15 @@ class _Disassociation:
                     out[self.members[ci]] = True
             self._cache[s] = out
         return self._cache[s]
+
+
+def _add_chunk(masks: dict, chunk: int, codes, subrecords) -> None:
+    bits = {str(c): 0 for c in codes}
+    for i, sub in enumerate(subrecords):
+        for c in sub:
+            bits[str(c)] |= 1 << i
+    for c, mask in bits.items():
+        masks.setdefault(c, []).append((chunk, mask))
 
 
 class _UGACLIP:
@@ -346,6 +366,37 @@ class _LDA:
 _VIEWS = {"disassociation": _Disassociation, "ugaclip": _UGACLIP, "lda": _LDA}
 
 
+def _population_by_code(pop: pd.DataFrame) -> dict:
+    """code -> (population record numbers holding it, their counts), and the
+    number of records under the key ``None``; memory grows with the
+    population's rows, not records x codes."""
+    counts = pop["count"].astype(np.int64) if "count" in pop.columns else 1
+    t = pd.DataFrame({"p": pop["patient_id"].astype(str), "c": pop["code"].astype(str),
+                      "n": counts}).groupby(["c", "p"], as_index=False)["n"].sum()
+    number, people = pd.factorize(t["p"])
+    out: dict = {None: len(people)}
+    for c, rows in t.assign(i=number).groupby("c"):
+        out[c] = (rows["i"].to_numpy(), rows["n"].to_numpy())
+    return out
+
+
+def _contained_in(d: dict, holders: dict) -> int:
+    """How many population records hold at least ``d[c]`` copies of each code c
+    (the sets of holders are kept in ``holders`` by (code, copies))."""
+    alive = None
+    for c, need in sorted(d.items(), key=lambda cn: len(holders.get(cn[0], ((),))[0])):
+        if c not in holders:
+            return 0
+        if (c, need) not in holders:
+            records, counts = holders[c]
+            holders[(c, need)] = frozenset(records[counts >= need].tolist())
+        have = holders[(c, need)]
+        alive = have if alive is None else alive & have
+        if not alive:
+            return 0
+    return holders[None] if alive is None else len(alive)
+
+
 # --- GCCens: k-map of the union ----------------------------------------------------
 
 def _check_kmap(releases: list[Mapping], k: int) -> tuple[list, int]:
@@ -358,21 +409,11 @@ def _check_kmap(releases: list[Mapping], k: int) -> tuple[list, int]:
             for c, n in rec["codes"].items():
                 held[str(c)] = max(held.get(str(c), 0), int(n))
     new_owners = set(releases[-1]["key"]["original_id"].astype(str))
-    pop = releases[-1]["population"]
-    counts = pop["count"].astype(np.int64) if "count" in pop.columns else 1
-    tally = pd.DataFrame({"p": pop["patient_id"].astype(str), "c": pop["code"].astype(str),
-                          "n": counts}).groupby(["p", "c"])["n"].sum()
-    table = tally.unstack(fill_value=0)
+    holders = _population_by_code(releases[-1]["population"])
     bad = []
     for p in sorted(new_owners):
         d = union.get(p, {})
-        if any(c not in table.columns for c in d):
-            dis = 0
-        else:
-            ok = np.ones(len(table), dtype=bool)
-            for c, n in d.items():
-                ok &= table[c].to_numpy() >= n
-            dis = int(ok.sum())
+        dis = _contained_in(d, holders)
         if dis < k:
             bad.append(((), tuple(sorted(f"{c}x{n}" for c, n in d.items())), dis))
     return bad, len(new_owners)

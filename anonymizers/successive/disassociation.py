@@ -187,13 +187,14 @@ class _Clusters:
                 by_record[codes] = [ci for ci in self.offering_all(codes)
                                     if self.fits(ci, codes)]
             owner[p] = by_record[codes]
-        memo: dict = {}
+        fitting: dict[int, set] = {}
+        for p, cs in owner.items():
+            for ci in cs:
+                fitting.setdefault(ci, set()).add(p)
 
         def candidates(s: frozenset) -> frozenset:
-            if s not in memo:
-                ok = {ci for ci in self.offering_all(s) if self.holds(ci, s)}
-                memo[s] = frozenset(p for p, cs in owner.items() if ok.intersection(cs))
-            return memo[s]
+            ok = [ci for ci in self.offering_all(s) if self.holds(ci, s)]
+            return frozenset().union(*(fitting.get(ci, ()) for ci in ok))
         return ReleaseView(atoms, candidates), sum(len(cs) > 1 for cs in owner.values())
 
 

@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from anonymizers.censoring import GCCensConfig, gccens, release_document
 from anonymizers.errors import ParameterError
+from anonymizers.successive.harness import pseudonym_links
 
 Multiset = dict[str, int]
 
@@ -92,6 +93,10 @@ def attack(releases: Sequence[dict], truth: Sequence[pd.DataFrame] | None,
     if population is None:
         raise ParameterError("population", "k-map is judged against the population: give it")
     k = releases[-1]["k"] if k is None else k
+    links = None
+    if truth is not None and len(truth) >= 2:
+        links = pseudonym_links([dict(zip(t["original_id"].astype(str),
+                                          t["patient_id"].astype(str))) for t in truth])
     if truth is None:  # link by equal pseudonyms: the pseudonym is the patient
         truth = [pd.DataFrame({"patient_id": [r["patient_id"] for r in doc["records"]],
                                "original_id": [r["patient_id"] for r in doc["records"]]})
@@ -111,7 +116,8 @@ def attack(releases: Sequence[dict], truth: Sequence[pd.DataFrame] | None,
                           "candidates": n})
     below.sort(key=lambda b: b["candidates"])
     return {"k": k, "targets": len(last), "linked_targets": len(last & seen_before),
-            "targets_breached": len(below), "breaches": below[:20], "breached": bool(below)}
+            "targets_breached": len(below), "breaches": below[:20], "breached": bool(below),
+            "pseudonym_links": links}
 
 
 # --- the defence ---------------------------------------------------------------------
