@@ -144,11 +144,11 @@ CREATE TABLE IF NOT EXISTS restricted.release_history (
 );
 
 -- What the next run needs of a published release, kept after its release
--- table is replaced (deid.history): 'release/<block>', the released table as
--- readers saw it; 'truth', which released pseudonym is which patient (a
--- keyed link, never the source id) and which are dummies; 'state/<name>',
--- the method's state between runs (MedCo's persisted dummies).  Each part is
--- Parquet, in chunks of whole rows.
+-- table is replaced (deid.history): 'check/<name>', what the cross-release
+-- verifier reads of it (the release, and which pseudonym is which patient as
+-- a keyed link, never the source id); 'state/<name>', the method's state
+-- between runs (MedCo's persisted dummies).  Each part is Parquet, in chunks
+-- of whole rows.
 CREATE TABLE IF NOT EXISTS restricted.release_parts (
     release_name text NOT NULL,
     run_id       text NOT NULL,

@@ -8,9 +8,10 @@ The pipeline keeps, in the restricted schema (sql/release_schema.sql):
   name, run id, method, scope, parameters, when, a fingerprint of the
   released tables, and the earlier releases it was checked against);
 * ``restricted.release_parts``: what the next run needs of it, kept after
-  its release table is replaced: the released tables as readers saw them
-  (``release/<block>``), which pseudonym is which patient (``truth``: a keyed
-  link, never the source id) and the method's state between runs
+  its release table is replaced: what the cross-release verifier
+  (``anonymizers.successive.check``) reads of a release (``check/<name>``:
+  the release, and which pseudonym is which patient, with every source id
+  replaced by its keyed ``link``) and the method's state between runs
   (``state/<name>``, MedCo's persisted dummies).
 
 Both are written by ``write`` inside the load's swap transaction
@@ -41,7 +42,8 @@ from deid.warehouse import connect
 
 #: rows per stored chunk of a part (a bytea value stays far below its 1 GB limit)
 CHUNK_ROWS = 500_000
-RELEASE, TRUTH, STATE = "release/", "truth", "state/"
+CHECK, STATE = "check/", "state/"
+JSON = ".json"  # a part holding a JSON document (one row, one column ``json``)
 HISTORY_COLUMNS = ("release_name", "run_id", "method", "scope", "params", "published_at",
                    "fingerprint", "checked_against")
 
@@ -60,15 +62,18 @@ class Published:
     checked_against: list = field(default_factory=list)
 
 
-def fingerprint(frames: dict[str, pd.DataFrame]) -> str:
+def fingerprint(frames: dict) -> str:
     """SHA-256 over the released tables (block names, columns and every row's
     pandas hash, in row order): equal for the same tables, whatever process
-    computes it."""
+    computes it.  A table is a DataFrame or a staged table the load streams
+    (``parquet_io.ParquetFrame``), hashed a chunk at a time."""
     digest = hashlib.sha256()
     for block in sorted(frames):
         frame = frames[block]
         digest.update(json.dumps([block, [str(c) for c in frame.columns]]).encode())
-        digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+        chunks = [frame] if isinstance(frame, pd.DataFrame) else frame.chunks(CHUNK_ROWS)
+        for chunk in chunks:
+            digest.update(pd.util.hash_pandas_object(chunk, index=False).to_numpy().tobytes())
     return digest.hexdigest()
 
 
@@ -144,3 +149,46 @@ def write(cur, entry: dict, parts: dict[str, pd.DataFrame]) -> bool:
                         (entry["release_name"], entry["run_id"], name, chunk, rows,
                          bytes(data)))
     return True
+
+
+def _stored(name: str, value) -> tuple[str, pd.DataFrame]:
+    """A part's stored name and frame: a JSON document (a dict) is one row
+    of one column ``json``, under its name with ``.json`` appended."""
+    if isinstance(value, dict):
+        return name + JSON, pd.DataFrame({"json": [json.dumps(value, default=str)]})
+    return name, value
+
+
+def _loaded(name: str, frame: pd.DataFrame):
+    return json.loads(frame["json"].iloc[0]) if name.endswith(JSON) else frame
+
+
+def last_state(release: str, before: str) -> tuple[str | None, dict[str, pd.DataFrame]]:
+    """The run id of the release's last published release (None: none) and
+    the method state it stored, by name (empty when it stored none)."""
+    with connect(readonly=True) as conn, conn.cursor() as cur:
+        earlier = published(release, before, cur)
+        if not earlier:
+            return None, {}
+        run_id = earlier[-1].run_id
+        found = read_parts(release, run_id, STATE, cur)
+    return run_id, {name[len(STATE):]: frame for name, frame in found.items()}
+
+
+def parts(inputs: dict, state: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The parts the load stores: the verifier's inputs of the release
+    (frames, or JSON documents, stored under their name with ``.json``
+    appended) and the method's new state."""
+    return {**dict(_stored(f"{CHECK}{name}", v) for name, v in inputs.items()),
+            **{f"{STATE}{name}": frame for name, frame in state.items()}}
+
+
+def earlier_inputs(release: str, earlier: list[Published]) -> list[dict]:
+    """The verifier's inputs of each earlier release, oldest first, as stored."""
+    out = []
+    with connect(readonly=True) as conn, conn.cursor() as cur:
+        for p in earlier:
+            found = read_parts(release, p.run_id, CHECK, cur)
+            out.append({name[len(CHECK):].removesuffix(JSON): _loaded(name, frame)
+                        for name, frame in found.items()})
+    return out

@@ -48,6 +48,16 @@ def test_fingerprint_is_of_the_tables_content():
     assert history.fingerprint({"x": a}) != history.fingerprint({"x": b})
 
 
+def test_a_streamed_table_has_the_fingerprint_of_its_frame(tmp_path, monkeypatch):
+    from deid.parquet_io import ParquetFrame
+
+    frame = _frame(11, "s")
+    frame.to_parquet(tmp_path / "t.parquet", index=False, row_group_size=3)
+    monkeypatch.setattr(history, "CHUNK_ROWS", 4)
+    assert history.fingerprint({"x": ParquetFrame(tmp_path / "t.parquet")}) == \
+        history.fingerprint({"x": frame})
+
+
 def test_link_is_keyed_and_stable():
     ids = pd.Series(["A1", "B2", "A1"])
     one, other = history.link(ids, b"k1"), history.link(ids, b"k2")
@@ -135,3 +145,21 @@ def test_a_reader_does_not_see_the_history(clean):
         for table in ("restricted.release_history", "restricted.release_parts"):
             with pytest.raises(psycopg2.errors.InsufficientPrivilege):
                 cur.execute(f"SELECT 1 FROM {table} LIMIT 1")
+
+
+def test_the_releases_view_lists_the_history_with_what_each_was_checked_against(clean):
+    from deid.releases_view import _history_table, _run_row, fetch_history, fetch_runs
+
+    frame = _frame(3, "v")
+    _publish("run-1", frame, {"check/records": frame}, [])
+    _publish("run-2", frame, {"check/records": frame, "state/x": frame}, ["run-1"])
+    with clean.connect() as conn, conn.cursor() as cur:
+        published, runs = fetch_history(cur, RELEASE), fetch_runs(cur, RELEASE)
+    assert [(p["run_id"], p["checked_against"], p["parts"]) for p in published] == \
+        [("run-2", ["run-1"], ["check/records", "state/x"]), ("run-1", [], ["check/records"])]
+    table = _history_table(published)
+    assert "<code>run-1</code>" in table and "no earlier release (the first)" in table
+    assert table.count("<tr>") == 3  # the header and two releases
+    row = _run_row(RELEASE, {**[r for r in runs if r["run_id"] == "run-2"][0]})
+    assert "<td class='checked'><code>run-1</code></td>" in row
+    assert "not recorded" in _run_row(RELEASE, {**runs[0], "checked_against": None})
