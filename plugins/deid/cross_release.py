@@ -136,25 +136,33 @@ def verdicts(run, method: str, params: dict, earlier: list) -> list[dict]:
     verifiers say all there is."""
     if not earlier:
         return []
+    other = [f"{p.run_id} ({p.method})" for p in earlier if p.method != method]
+    if other:
+        return [_unchecked(method, earlier, f"earlier release(s) {other} were made by another "
+                                            "method: no verifier compares them")]
     if method == "medco":
         return [_medco_continued(run, earlier[-1]), _medco_attacked(run, params, earlier)]
     from anonymizers.successive.check import METHODS as CHECKED
     from anonymizers.successive.check import check
 
     if method not in CHECKED:
-        return [{"property": f"cross-release check of {method} over {len(earlier) + 1} "
-                             "releases", "ok": False, "checked": 0,
-                 "violations": [f"no cross-release verifier for {method} "
-                                f"(anonymizers.successive.check knows {', '.join(CHECKED)}): "
-                                "a release with earlier releases is not published unchecked"]}]
+        return [_unchecked(method, earlier, f"no cross-release verifier for {method} "
+                                            f"(anonymizers.successive.check knows "
+                                            f"{', '.join(CHECKED)}): a release with earlier "
+                                            "releases is not published unchecked")]
     stored = history.earlier_inputs(run.release, earlier)
     missing = [p.run_id for p, inputs in zip(earlier, stored) if not inputs]
     if missing:
-        return [{"property": f"cross-release check of {method} over {len(earlier) + 1} "
-                             "releases", "ok": False, "checked": 0,
-                 "violations": [f"earlier release(s) {missing} kept nothing to check against"]}]
+        return [_unchecked(method, earlier,
+                           f"earlier release(s) {missing} kept nothing to check against")]
     return [check(method, stored, of_run(run, method, params),
                   check_params(run, method, params)).as_dict()]
+
+
+def _unchecked(method: str, earlier: list, why: str) -> dict:
+    """A failed verdict: the combination could not be checked."""
+    return {"property": f"cross-release check of {method} over {len(earlier) + 1} releases",
+            "ok": False, "checked": 0, "violations": [why]}
 
 
 def _medco_continued(run, last) -> dict:

@@ -129,16 +129,27 @@ def read_parts(release: str, run_id: str, prefix: str = "", cur=None) -> dict[st
     return {part: pa.concat_tables(tables).to_pandas() for part, tables in pieces.items()}
 
 
+class StaleCheck(RuntimeError):
+    """A release was published after the run was checked against the history."""
+
+
 def write(cur, entry: dict, parts: dict[str, pd.DataFrame]) -> bool:
-    """Add a published release and its parts, on the swap's cursor.  False
-    (nothing written) when the run is already in the history: a load retried
-    after its swap committed publishes the same staged release again."""
+    """Add a published release and its parts, on the swap's cursor (which
+    holds the release's lock).  False (nothing written) when the run is
+    already in the history: a load retried after its swap committed
+    publishes the same staged release again.  ``StaleCheck`` (the swap rolls
+    back) when the history is no longer what validate checked against."""
     cur.execute("SELECT 1 FROM restricted.release_history WHERE release_name = %s "
                 "AND run_id = %s", (entry["release_name"], entry["run_id"]))
     if cur.fetchone() is not None:
         return False
+    checked = list(entry.get("checked_against") or [])
+    now = [p.run_id for p in published(entry["release_name"], cur=cur)]
+    if now != checked:  # under the swap's lock: nothing is published meanwhile
+        raise StaleCheck(f"release {entry['release_name']}: the run was checked against "
+                         f"{checked}, but the published releases are now {now}; run it again")
     row = {**entry, "params": json.dumps(entry["params"], default=str),
-           "checked_against": json.dumps(list(entry.get("checked_against") or []))}
+           "checked_against": json.dumps(checked)}
     columns = [c for c in HISTORY_COLUMNS if c != "published_at"]
     cur.execute(f"INSERT INTO restricted.release_history ({', '.join(columns)}) "
                 f"VALUES ({', '.join(['%s'] * len(columns))})", [row[c] for c in columns])

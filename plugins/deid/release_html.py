@@ -86,13 +86,14 @@ def named_table(values: dict, names=us.label) -> str:
     return "<table class='t'>" + rows + "</table>"
 
 
-NOT_CHECKED = "not recorded (a run before release histories)"
+NOT_CHECKED = "not checked (stopped before validate, or older than release histories)"
 FIRST = "no earlier release (the first)"
 
 
 def checked_against(run_ids) -> str:
     """The earlier releases (run ids) a run was checked against, in words:
-    NULL is a run from before the column; [] a first release."""
+    NULL is a run that stopped before validate (or ran before the column
+    existed); [] a first release."""
     if run_ids is None:
         return e(NOT_CHECKED)
     if not run_ids:

@@ -9,7 +9,7 @@ import contextlib
 import psycopg2
 import pandas as pd
 import pytest
-from deid import history, load
+from deid import cross_release, history, load, steps
 
 from tests.integration.test_least_privilege import _cursor
 
@@ -96,6 +96,18 @@ def test_a_load_retried_after_its_swap_publishes_once(clean):
     assert len(history.read_parts(RELEASE, "run-r")["release/medco_records"]) == 4
 
 
+def test_a_release_published_after_the_check_stops_the_swap(clean):
+    """Validate checked against the history as it was; the swap, under the
+    release's lock, refuses to publish beside a release it was not checked
+    against, and rolls back."""
+    frame = _frame(4, "c")
+    _publish("run-1", frame, {}, [])
+    with pytest.raises(history.StaleCheck, match=r"checked against \[\], but the published "
+                                                 r"releases are now \['run-1'\]"):
+        _publish("run-2", frame, {}, [])
+    assert [p.run_id for p in history.published(RELEASE)] == ["run-1"]
+
+
 def test_a_failed_swap_publishes_nothing(clean):
     frame = _frame(4, "f")
     built = load.build_all(RELEASE, "run-f", RELEASE, {"medco_records": frame})
@@ -162,4 +174,31 @@ def test_the_releases_view_lists_the_history_with_what_each_was_checked_against(
     assert table.count("<tr>") == 3  # the header and two releases
     row = _run_row(RELEASE, {**[r for r in runs if r["run_id"] == "run-2"][0]})
     assert "<td class='checked'><code>run-1</code></td>" in row
-    assert "not recorded" in _run_row(RELEASE, {**runs[0], "checked_against": None})
+    assert "not checked" in _run_row(RELEASE, {**runs[0], "checked_against": None})
+
+
+def _earlier(method: str) -> list:
+    return [history.Published(RELEASE, "run-1", method, "TRUE", {}, None, "f", [])]
+
+
+def test_a_first_release_has_no_cross_release_verdict():
+    assert cross_release.verdicts(None, "hhp", {"k": 3}, []) == []
+
+
+def test_a_method_without_a_cross_release_verifier_is_not_published_twice():
+    verdict, = cross_release.verdicts(None, "hhp", {"k": 3}, _earlier("hhp"))
+    assert not verdict["ok"] and verdict["property"] == "cross-release check of hhp over 2 releases"
+    assert "no cross-release verifier for hhp" in verdict["violations"][0]
+
+
+def test_an_earlier_release_of_another_method_is_not_compared():
+    verdict, = cross_release.verdicts(None, "ugaclip", {"k": 3}, _earlier("lda"))
+    assert not verdict["ok"] and "run-1 (lda)" in verdict["violations"][0]
+
+
+def test_an_earlier_release_that_kept_nothing_fails_the_check(clean):
+    frame = _frame(3, "n")
+    _publish("run-1", frame, {}, [])
+    run = steps.Run(RELEASE, "run-2")  # reads nothing of its own staging here
+    verdict, = cross_release.verdicts(run, "ugaclip", {"k": 3}, _earlier("ugaclip"))
+    assert not verdict["ok"] and "['run-1'] kept nothing" in verdict["violations"][0]
