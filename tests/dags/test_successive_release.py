@@ -285,3 +285,23 @@ def test_a_combination_below_k_map_fails_before_load(gccens_runs, warehouse):
         in audit["error"]
     assert _released(warehouse, GCCENS) == published
     assert [p.run_id for p in history.published(GCCENS)] == [first.run_id]
+
+
+@pytest.mark.parametrize("release", ["ugaclip_diagnoses", "lda_trajectories", GCCENS,
+                                     "disassociation_diagnoses"])
+def test_the_same_members_released_again_pass_the_check(release, members, warehouse):
+    """No false alarm: the same release of unchanged members, run twice, is
+    checked against the first run by the library's verifier and loads."""
+    forget_history(warehouse, release)
+    dag = _dag(f"deid_{release}")
+    conf = {"k": POLICY[release]["k"]}
+    try:
+        first, second = dag.test(run_conf=conf), dag.test(run_conf=conf)
+    finally:
+        forget_history(warehouse, release)
+    assert str(first.state).endswith("success") and str(second.state).endswith("success"), \
+        _audit(warehouse, release, second.run_id)["error"]
+    audit = _audit(warehouse, release, second.run_id)
+    assert audit["checked_against"] == [first.run_id]
+    crossed = [v for v in audit["verdicts"]["verdicts"] if "over 2 releases" in v["property"]]
+    assert len(crossed) == 1 and crossed[0]["ok"] and crossed[0]["checked"] > 0
