@@ -37,7 +37,8 @@ Attacks, each on every release it applies to:
   pseudonym: it succeeds when runs reuse a pseudonym permutation.
 
 ``attack`` returns JSON-able figures; ``anonymizers.successive`` (the
-harness) calls it by module path.
+harness) calls it by module path.  ``check`` turns its verdict into a
+``Verdict`` for the validate step.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 from scipy.stats import binom
+
+from anonymizers.verify.verdict import Verdict
 
 SEP = "\x1f"
 TOLERANCE = 0.05  # issue 25: attack precision within 5 points of the base rate
@@ -89,21 +92,50 @@ def attack(releases: list[pd.DataFrame], truth: list[pd.DataFrame] | None,
                                 for t in targets]
     out["strongest"] = _strongest(out["attacks"], SUCCESSIVE)
     out["strongest_single_release"] = _strongest(out["attacks"], SINGLE_RELEASE)
-    out["breached"] = _breached(out["attacks"], tolerance) if real is not None else None
+    out["breached"], out["alpha_corrected"] = (_breached(out["attacks"], tolerance)
+                                               if real is not None else (None, None))
     return out
 
 
-def _breached(attacks: dict, tolerance: float, alpha: float = 0.05) -> bool:
+def _breached(attacks: dict, tolerance: float, alpha: float = 0.05) -> tuple[bool, float]:
     """Whether some comparison attack's precision beyond the single-release
     attacks exceeds their base rate plus ``tolerance``: a one-sided binomial
     test of each row at level ``alpha``, Bonferroni-corrected over the rows
-    (one lucky guess out of one is no breach; 1,181 out of 1,181 is)."""
+    (one lucky guess out of one is no breach; 1,181 out of 1,181 is).  Also
+    returns the corrected level; each tested row gets its ``p_value``."""
     rows = [r["beyond_single_release"] for n in SUCCESSIVE for r in attacks[n]]
     rows = [r for r in rows if r["guessed_real"] > 0 and r["base_rate"] is not None]
     for r in rows:
         r["p_value"] = float(binom.sf(r["true_positives"] - 1, r["guessed_real"],
                                       min(1.0, r["base_rate"] + tolerance)))
-    return any(r["p_value"] < alpha / len(rows) for r in rows)
+    level = alpha / max(1, len(rows))
+    return any(r["p_value"] < level for r in rows), level
+
+
+def check(releases: list[pd.DataFrame], truth: list[pd.DataFrame], min_codes: int = 3,
+          tolerance: float = TOLERANCE) -> Verdict:
+    """Validate-time verdict on the newest of ``releases`` (oldest first, with
+    their dummy maps): fails when ``attack`` finds a breach, naming each
+    comparison attack and release that beats the base rate beyond the
+    single-release attacks.  Written from the releases and maps alone; it
+    imports nothing of ``anonymizers.dummies``."""
+    report = attack(releases, truth, min_codes, tolerance)
+    bad = [f"{name} on release {row['release']}: precision "
+           f"{row['beyond_single_release']['precision']} against a base rate of "
+           f"{row['beyond_single_release']['base_rate']} (p = "
+           f"{row['beyond_single_release']['p_value']:.2g}) over "
+           f"{row['beyond_single_release']['guessed_real']} guessed records"
+           for name in SUCCESSIVE for row in report["attacks"][name]
+           if _significant(row["beyond_single_release"], report)]
+    prop = (f"MedCo across {len(releases)} releases: no comparison attack tells real from "
+            f"dummy more than {tolerance * 100:g} points above the base rate (records of "
+            f">= {min_codes} codes)")
+    return Verdict.from_violations(prop, sum(r["eligible_records"] for r in report["releases"]),
+                                   bad)
+
+
+def _significant(row: dict, report: dict) -> bool:
+    return row.get("p_value") is not None and row["p_value"] < report["alpha_corrected"]
 
 
 def code_sets(release: pd.DataFrame) -> pd.Series:

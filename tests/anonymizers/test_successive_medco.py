@@ -219,9 +219,23 @@ def test_breach_needs_significance():
                             "seen_before_or_repeated", "pseudonym_kept",
                             "pseudonym_propagated")}
 
-    assert not _breached(rows(1, 1, 0.13), 0.05)
-    assert _breached(rows(30, 40, 0.13), 0.05)
-    assert not _breached(rows(70, 400, 0.15), 0.05)  # precision 0.175 < 0.15 + 0.05
+    assert not _breached(rows(1, 1, 0.13), 0.05)[0]
+    assert _breached(rows(30, 40, 0.13), 0.05)[0]
+    assert not _breached(rows(70, 400, 0.15), 0.05)[0]  # precision 0.175 < 0.15 + 0.05
+
+
+def test_validate_time_check():
+    """The verdict the validate step can use: fails without the defence,
+    naming the attack, and passes with it."""
+    from anonymizers.successive.medco import check
+
+    cohorts = two_cohorts(n=300, seed=9)
+    off = without_defence(cohorts)
+    on, _ = with_defence(cohorts)
+    bad = check([r.released for r in off], [r.dummy_map for r in off])
+    good = check([r.released for r in on], [r.dummy_map for r in on])
+    assert not bad.ok and any(v.startswith("seen_before on release 2") for v in bad.violations)
+    assert good.ok and good.checked > 0
 
 
 def test_wilson_lower_bound():
