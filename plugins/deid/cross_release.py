@@ -11,10 +11,10 @@
   verdicts: this run's dummies continued the state of the last published
   release (a run that started a new lineage beside published releases
   fails it: the issue's attack then tells real from dummy with precision
-  0.99); and the library's comparison attacks on every release of the
-  history and the new one (``anonymizers.successive.medco.attack``, scored
-  with each release's dummy map) tell real from dummy no better than the
-  base rate plus 5 points, significantly (its ``breached``).
+  0.99); and the library's verdict on the comparison attacks over every
+  release of the history and the new one, scored with their dummy maps
+  (``anonymizers.successive.medco.check``: no attack beats the base rate
+  by more than 5 points, significantly).
 
 ``of_run`` gives the verifier's inputs of a staged run in the shapes its
 docstring lists; every source patient id is replaced by its keyed link
@@ -182,25 +182,15 @@ def _medco_continued(run, last) -> dict:
 
 
 def _medco_attacked(run, params: dict, earlier: list) -> dict:
-    """The comparison attacks on the history and the new release, scored."""
-    from anonymizers.successive.medco import TOLERANCE, attack
+    """The library's comparison attacks on the history and the new release,
+    scored with their dummy maps (``anonymizers.successive.medco.check``)."""
+    from anonymizers.successive.medco import check
 
     stored = history.earlier_inputs(run.release, earlier)
-    new = of_run(run, "medco", params)
-    releases = [*stored, new]
-    prop = (f"MedCo real patients and dummies indistinguishable over {len(releases)} "
-            f"releases: comparison attacks' precision within {TOLERANCE:.0%} of the base rate")
     missing = [p.run_id for p, inputs in zip(earlier, stored) if "released" not in inputs]
     if missing:
-        return {"property": prop, "ok": False, "checked": 0,
-                "violations": [f"earlier release(s) {missing} kept nothing to attack"]}
-    report = attack([r["released"] for r in releases], [r["dummy_map"] for r in releases])
-    strongest = report["strongest"] or {}
-    why = [] if report["breached"] is False else [
-        f"breached; strongest comparison attack {strongest.get('attack')} on release "
-        f"{strongest.get('release')}: precision "
-        f"{strongest.get('precision')} (95% lower bound {strongest.get('precision_lower_95')})"
-        f" against a base rate of {strongest.get('base_rate')}"]
-    return {"property": prop, "ok": report["breached"] is False,
-            "checked": sum(r["eligible_records"] for r in report["releases"]),
-            "violations": why}
+        return _unchecked("medco", earlier, f"earlier release(s) {missing} kept nothing to "
+                                            "attack")
+    releases = [*stored, of_run(run, "medco", params)]
+    return check([r["released"] for r in releases],
+                 [r["dummy_map"] for r in releases]).as_dict()
