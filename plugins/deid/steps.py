@@ -316,14 +316,14 @@ def load(run: Run, method: str, params: dict, token_key: str, table: str,
          audit: dict) -> dict:
     """Build every release table, then swap them in with the audit row and
     the release's entry in the history (``deid.history``)."""
+    checked = checked_against(run)
+    if checked is None:
+        raise ValidationFailed("the release was not checked against its history (no validate)")
     module = METHODS[method]
     frames = module.release_tables(run, params, token_key)
     t0 = time.perf_counter()
     built = load_mod.build_all(run.release, run.run_id, table, frames)
     copy_seconds = time.perf_counter() - t0
-    checked = checked_against(run)
-    if checked is None:
-        raise ValidationFailed("the release was not checked against its history (no validate)")
     published = {"entry": {"method": method, "scope": run_params(run)["scope"],
                            "params": params, "fingerprint": history.fingerprint(frames),
                            "checked_against": checked},
