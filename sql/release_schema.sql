@@ -3,6 +3,8 @@
 --   release_build  where a run builds its tables before the swap (loader only)
 --   restricted   what must never reach readers: which pseudonyms are dummies,
 --                token-key fingerprints, privacy policies (rare code combinations)
+--                and the release history (every published release of a release,
+--                what it was checked against, and what the next run needs of it)
 --   audit        one row per run, successful or not: opened as 'running' by the
 --                run's first task, closed 'loaded' in the swap or 'failed'
 CREATE SCHEMA IF NOT EXISTS release;
@@ -36,6 +38,9 @@ CREATE TABLE IF NOT EXISTS audit.release_runs (
 ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS triggered_by text;
 ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS scope text;
 ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS overrides jsonb;
+-- The earlier releases (their run ids, oldest first) the run's release was
+-- checked against at validate (issue 25): a JSON array, [] for a first release.
+ALTER TABLE audit.release_runs ADD COLUMN IF NOT EXISTS checked_against jsonb;
 
 -- A run's row is opened 'running' when it starts (its ended_at is then the time
 -- it was opened), so that a run killed before it could say so (a SIGKILLed task
@@ -119,3 +124,38 @@ CREATE TABLE IF NOT EXISTS restricted.privacy_policies (
     code          text NOT NULL
 );
 CREATE INDEX IF NOT EXISTS privacy_policies_run ON restricted.privacy_policies (release_name, run_id);
+
+-- Release history (issue 25: an adversary keeps every release and compares
+-- them).  One row per published release, written in the load's swap
+-- transaction (deid.load.swap_in) with its audit row: a run that did not load
+-- has none.  The loader may add rows and read them, not change or delete
+-- them (sql/roles.sql): the history a run is checked against is what was
+-- published.
+CREATE TABLE IF NOT EXISTS restricted.release_history (
+    release_name    text NOT NULL,
+    run_id          text NOT NULL,
+    method          text NOT NULL,
+    scope           text,                    -- the SQL scope the run extracted
+    params          jsonb NOT NULL,
+    published_at    timestamptz NOT NULL DEFAULT now(),
+    fingerprint     text NOT NULL,           -- SHA-256 of the released tables as loaded
+    checked_against jsonb NOT NULL DEFAULT '[]',  -- run ids of the earlier releases
+    PRIMARY KEY (release_name, run_id)
+);
+
+-- What the next run needs of a published release, kept after its release
+-- table is replaced (deid.history): 'check/<name>', what the cross-release
+-- verifier reads of it (the release, and which pseudonym is which patient as
+-- a keyed link, never the source id); 'state/<name>', the method's state
+-- between runs (MedCo's persisted dummies).  Each part is Parquet, in chunks
+-- of whole rows.
+CREATE TABLE IF NOT EXISTS restricted.release_parts (
+    release_name text NOT NULL,
+    run_id       text NOT NULL,
+    part         text NOT NULL,
+    chunk        integer NOT NULL,
+    n_rows       bigint NOT NULL,
+    data         bytea NOT NULL,
+    PRIMARY KEY (release_name, run_id, part, chunk),
+    FOREIGN KEY (release_name, run_id) REFERENCES restricted.release_history ON DELETE CASCADE
+);

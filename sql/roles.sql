@@ -6,6 +6,7 @@
 --   deid_loader  what a release run needs and nothing more: read source; build
 --                tables in release_build and swap them into release (it owns
 --                the tables it makes); add and replace its run's restricted rows;
+--                append release history rows (never change or delete them);
 --                append audit rows (and read them, for the Releases view).  It
 --                creates no schema and changes no table of source, restricted
 --                or audit.
@@ -42,6 +43,9 @@ GRANT USAGE, CREATE ON SCHEMA release, release_build TO deid_loader;
 
 GRANT USAGE ON SCHEMA restricted, audit TO deid_loader;
 GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA restricted TO deid_loader;
+-- The release history is append-only for runs: a run is checked against
+-- what was published, which no run may rewrite (the owner may).
+REVOKE DELETE ON restricted.release_history, restricted.release_parts FROM deid_loader;
 GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA audit TO deid_loader;
 
 GRANT USAGE ON SCHEMA release TO deid_reader;

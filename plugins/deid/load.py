@@ -3,8 +3,9 @@
 A run builds its tables in ``release_build`` under run-scoped names and
 commits them.  The swap is one transaction: drop the previous release table,
 move the new one into ``release`` under the release's name, write the
-restricted rows (dummy map, key fingerprint, privacy policy) and the audit
-row.  A run that fails or is killed before that commit leaves the previous
+restricted rows (dummy map, key fingerprint, privacy policy), the release
+history (``deid.history``: the published release, what it was checked
+against, and what the next run needs of it) and the audit row.  A run that fails or is killed before that commit leaves the previous
 release as it was; a leftover build table is dropped by the next run.
 The audit row is opened ``running`` when the run starts (``open_audit``)
 and closed once (``close_audit``): ``loaded`` in the swap's transaction,
@@ -23,6 +24,7 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
+from deid import history
 from deid.paths import sql_text
 from deid.pgcopy import copy_frame
 from deid.warehouse import connect
@@ -123,6 +125,10 @@ def _write_restricted(cur, release, run_id, restricted: dict) -> None:
     policy = restricted.get("policy")
     if policy:
         copy_frame(cur, "restricted.privacy_policies", policy_frame(policy, release, run_id))
+    published = restricted.get("history")
+    if published is not None:
+        history.write(cur, {**published["entry"], "release_name": release, "run_id": run_id},
+                      published["parts"])
 
 
 def policy_frame(policy: dict, release: str, run_id: str) -> pd.DataFrame:
@@ -141,9 +147,9 @@ def policy_frame(policy: dict, release: str, run_id: str) -> pd.DataFrame:
 AUDIT_COLUMNS = ("release_name", "run_id", "method", "params", "seed", "policy_versions",
                  "input_rows", "output_rows", "risk_before", "risk_after", "metrics",
                  "verdicts", "code_version", "started_at", "outcome", "error", "report_path",
-                 "triggered_by", "scope", "overrides")
+                 "triggered_by", "scope", "overrides", "checked_against")
 JSON_COLUMNS = {"params", "policy_versions", "risk_before", "risk_after", "metrics", "verdicts",
-                "overrides"}
+                "overrides", "checked_against"}
 
 
 def insert_audit(cur, row: dict, then: str = "") -> None:

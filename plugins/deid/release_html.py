@@ -86,6 +86,21 @@ def named_table(values: dict, names=us.label) -> str:
     return "<table class='t'>" + rows + "</table>"
 
 
+NOT_CHECKED = "not checked (stopped before validate, or older than release histories)"
+FIRST = "no earlier release (the first)"
+
+
+def checked_against(run_ids) -> str:
+    """The earlier releases (run ids) a run was checked against, in words:
+    NULL is a run that stopped before validate (or ran before the column
+    existed); [] a first release."""
+    if run_ids is None:
+        return e(NOT_CHECKED)
+    if not run_ids:
+        return e(FIRST)
+    return "<br>".join(f"<code>{e(str(r))}</code>" for r in run_ids)
+
+
 SCHEDULED = "no user (the schedule)"
 
 

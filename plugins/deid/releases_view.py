@@ -1,7 +1,9 @@
 """The "Releases" view: every release, its last runs, the privacy and the
 utility verdicts apart (``deid.utility_summary``), who triggered each run
-and with which overrides (when the audit table records them), parameters,
-metrics named in words, and report.  A FastAPI app mounted by the Airflow plugin in
+and with which overrides (when the audit table records them), the earlier
+releases each run was checked against, parameters, metrics named in words,
+and report; then the release's history (``deid.history``): every release
+published, when, with which scope and what it was checked against.  A FastAPI app mounted by the Airflow plugin in
 plugins/releases_plugin.py; every route requires an Airflow login."""
 
 from __future__ import annotations
@@ -29,14 +31,33 @@ app = FastAPI(title="De-identified releases", dependencies=[_user_dep()])
 
 COLUMNS = ("run_id", "method", "outcome", "seed", "params", "metrics", "verdicts", "error",
            "report_path", "started_at", "ended_at", "input_rows", "output_rows")
-RECORD_COLUMNS = ("triggered_by", "scope", "overrides")  # shown when the audit table has them
+# shown when the audit table has them
+RECORD_COLUMNS = ("triggered_by", "scope", "overrides", "checked_against")
 
 
-def recent_runs(release: str, limit: int = RUNS_SHOWN) -> list[dict]:
+def recent_runs(release: str, limit: int = RUNS_SHOWN) -> tuple[list[dict], list[dict]]:
+    """The release's last runs and its published history."""
     from deid.warehouse import connect
 
     with connect() as conn, conn.cursor() as cur:
-        return fetch_runs(cur, release, limit)
+        return fetch_runs(cur, release, limit), fetch_history(cur, release)
+
+
+HISTORY_COLUMNS = ("run_id", "published_at", "scope", "fingerprint", "checked_against")
+
+
+def fetch_history(cur, release: str, limit: int = RUNS_SHOWN) -> list[dict]:
+    """The release's last published releases, newest first, with the parts
+    kept of each (``deid.history``); none on a warehouse without history."""
+    cur.execute("SELECT to_regclass('restricted.release_history')")
+    if cur.fetchone()[0] is None:
+        return []
+    cur.execute(f"SELECT {', '.join('h.' + c for c in HISTORY_COLUMNS)}, "
+                "(SELECT array_agg(DISTINCT p.part ORDER BY p.part) FROM restricted.release_parts p "
+                "WHERE p.release_name = h.release_name AND p.run_id = h.run_id) "
+                "FROM restricted.release_history h WHERE h.release_name = %s "
+                "ORDER BY h.published_at DESC LIMIT %s", (release, limit))
+    return [dict(zip((*HISTORY_COLUMNS, "parts"), row)) for row in cur.fetchall()]
 
 
 def fetch_runs(cur, release: str, limit: int = RUNS_SHOWN) -> list[dict]:
@@ -99,6 +120,7 @@ def _run_row(release: str, run: dict) -> str:
     return (f"<tr><td>{e(str(run['ended_at'])[:19])}</td><td>{e(run['run_id'])}</td>"
             f"<td>{e(run['method'])}</td><td class='{e(run['outcome'])}'>{e(run['outcome'])}</td>"
             f"<td>{e(_verdict_text(run))}</td>"
+            f"<td class='checked'>{rh.checked_against(run.get('checked_against'))}</td>"
             f"<td class='{rh.UTILITY_CLASS[level]}'><b>{e(level)}</b>: {e(utility)}</td>"
             f"<td>{triggered}</td><td>{run.get('output_rows') or ''}</td>"
             f"<td>{_details(run)}</td><td>{report}</td></tr>")
@@ -116,18 +138,34 @@ def _broken_files(errors) -> str:
             "</ul></section>")
 
 
+def _history_table(published: list[dict]) -> str:
+    """What was published: the releases an adversary may hold together."""
+    if not published:
+        return "<p>Nothing published yet.</p>"
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(str(p['published_at'])[:19])}</td><td>{e(p['run_id'])}</td>"
+        f"<td><code>{e(str(p['scope']))}</code></td><td><code>{e(p['fingerprint'][:16])}"
+        f"</code></td><td class='checked'>{rh.checked_against(p['checked_against'])}</td>"
+        f"<td>{e(', '.join(p['parts'] or []))}</td></tr>" for p in published)
+    return ("<table class='history'><tr><th>published</th><th>run</th><th>scope</th>"
+            "<th>fingerprint</th><th>checked against</th><th>kept for the next runs</th>"
+            "</tr>" + rows + "</table>")
+
+
 def _release_section(rel) -> str:
-    runs = recent_runs(rel.name)
+    runs, published = recent_runs(rel.name)
     head = (f"<section><h2>{html.escape(rel.name)}</h2><p>{html.escape(rel.description)}"
             f"<br>method <b>{html.escape(rel.method)}</b>, schedule "
             f"<code>{html.escape(str(rel.schedule))}</code>, table "
             f"<code>release.{html.escape(rel.destination)}</code></p>")
     if not runs:
         return head + "<p>No run yet.</p></section>"
-    return (head + "<table><tr><th>ended</th><th>run</th><th>method</th><th>outcome</th>"
-            "<th>privacy verdicts</th><th>utility</th><th>triggered by</th><th>rows</th>"
-            "<th>details</th><th></th></tr>" + "".join(_run_row(rel.name, r) for r in runs)
-            + "</table></section>")
+    return (head + "<table class='runs'><tr><th>ended</th><th>run</th><th>method</th>"
+            "<th>outcome</th><th>privacy verdicts</th><th>checked against</th><th>utility</th>"
+            "<th>triggered by</th><th>rows</th><th>details</th><th></th></tr>"
+            + "".join(_run_row(rel.name, r) for r in runs) + "</table>"
+            "<h3>Release history</h3>" + _history_table(published) + "</section>")
 
 
 @app.get("/releases", response_class=HTMLResponse)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from deid import extract as extract_mod
 from deid import load as load_mod
-from deid import methods, screening, staging, validation
+from deid import cross_release, history, methods, screening, staging, validation
 from deid import parquet_io as pio
 from deid.methods import METHODS
 from deid.warehouse import ensure_schemas
@@ -218,12 +218,15 @@ def verify_policy(run: Run) -> dict:
 
 
 def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
-    """GX gates on every release table, the verifiers' verdicts and the thresholds."""
+    """GX gates on every release table, the verifiers' verdicts, the release
+    beside every earlier release of its history (``check_history``) and the
+    thresholds."""
     if not run.path(POLICY_VERDICT).exists():
         raise ValidationFailed("the privacy policy was not verified (no verify_policy verdict)")
     module = METHODS[method]
     source = source_index(run)
     verdicts = [run.read_json(POLICY_VERDICT), *module.verify(run, params),
+                *check_history(run, method, params),
                 *_threshold_verdicts(methods.metrics(run), thresholds)]
     gates = []
     for table, frame, expectations in module.gates(run, params, source):
@@ -238,6 +241,33 @@ def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
             f"{g.table}: {g.expectation}({g.kwargs})" for g in failed)
             + (f"; failed verdicts: {bad}" if bad else ""))
     return {"gates": len(gates), "verdicts": {v["property"]: v["ok"] for v in verdicts}}
+
+
+CHECKED_AGAINST = "checked_against.json"
+
+
+def check_history(run: Run, method: str, params: dict) -> list[dict]:
+    """The new release together with every release published before it
+    (``deid.history``), by the library's independent cross-release verifier:
+    a release safe alone but not beside the earlier ones fails validate,
+    before anything is loaded.  The earlier releases' run ids are staged
+    first, so that the audit row names them whether the run loads or fails."""
+    earlier = history.published(run.release, before=run.run_id)
+    run.write_json(CHECKED_AGAINST, [p.run_id for p in earlier])
+    return cross_release.verdicts(run, method, params, earlier)
+
+
+def checked_against(run: Run) -> list | None:
+    """The run ids ``check_history`` checked the release against (None before validate)."""
+    path = staging.run_dir(run.release, run.run_id, create=False) / CHECKED_AGAINST
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def method_state(method: str, run: Run) -> dict:
+    """The state the method keeps between runs (its ``state_parts``; MedCo's
+    persisted dummies), stored with the load."""
+    parts = getattr(METHODS[method], "state_parts", None)
+    return {} if parts is None else parts(run)
 
 
 @dataclass(frozen=True)
@@ -284,14 +314,23 @@ def report(run: Run, method: str, params: dict, run_record: dict | None = None) 
 
 def load(run: Run, method: str, params: dict, token_key: str, table: str,
          audit: dict) -> dict:
-    """Build every release table, then swap them in with the audit row."""
+    """Build every release table, then swap them in with the audit row and
+    the release's entry in the history (``deid.history``)."""
+    checked = checked_against(run)
+    if checked is None:
+        raise ValidationFailed("the release was not checked against its history (no validate)")
     module = METHODS[method]
     frames = module.release_tables(run, params, token_key)
     t0 = time.perf_counter()
     built = load_mod.build_all(run.release, run.run_id, table, frames)
     copy_seconds = time.perf_counter() - t0
+    published = {"entry": {"method": method, "scope": run_params(run)["scope"],
+                           "params": params, "fingerprint": history.fingerprint(frames),
+                           "checked_against": checked},
+                 "parts": history.parts(cross_release.kept(run, method, params),
+                                        method_state(method, run))}
     restricted = {**methods.restricted(method, run, params, token_key),
-                  "policy": run.read_json("policy.json")}
+                  "policy": run.read_json("policy.json"), "history": published}
     rows = sum(len(f) for f in frames.values())
     verdicts = run.read_json("verdicts.json")
     figures = methods.metrics(run)
@@ -300,6 +339,7 @@ def load(run: Run, method: str, params: dict, token_key: str, table: str,
                    if "policy_version" in figures else {})}
     load_mod.swap(run.release, run.run_id, built, restricted,
                   {**audit, "output_rows": rows, "policy_versions": versions,
+                   "checked_against": checked,
                    "metrics": {**audit.get("metrics", {}), method: figures},
                    "verdicts": verdicts, "risk_after": risk_after(verdicts, figures)})
     return {"tables": sorted(built.values()), "rows": rows,
@@ -329,7 +369,9 @@ def run_columns(run: Run) -> dict:
     staged = json.loads(path.read_text())
     used = {"params": staged["params"], "seed": int(staged["params"].get("seed", 0))} \
         if staged["params"] else {}
-    return {**used, **audit_record(staged["run_record"])}
+    checked = checked_against(run)
+    return {**used, **audit_record(staged["run_record"]),
+            **({"checked_against": checked} if checked is not None else {})}
 
 
 def audit_record(run_record: dict) -> dict:

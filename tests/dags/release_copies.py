@@ -33,3 +33,13 @@ def write_copies(folder: Path, policy: dict | None = None,
         raw.setdefault("overrides", {}).update((overrides or {}).get(raw["name"], {}))
         (folder / path.name).write_text(yaml.safe_dump(raw))
     return folder
+
+
+def forget_history(warehouse, release: str | None = None) -> None:
+    """Delete the published history of ``release`` (every release if None),
+    as the warehouse's owner: a test that runs a release again for another
+    purpose than successive releases (issue 25) starts it as a first release
+    (checked against nothing, MedCo dummies drawn anew)."""
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("DELETE FROM restricted.release_history WHERE %s::text IS NULL "
+                    "OR release_name = %s", (release, release))

@@ -12,7 +12,7 @@ import psycopg2
 import pytest
 from deid import admin_setup
 
-from tests.dags.release_copies import TEST_POLICY, write_copies
+from tests.dags.release_copies import TEST_POLICY, forget_history, write_copies
 
 pytestmark = [pytest.mark.warehouse, pytest.mark.airflow]
 LOADER, READER = "test_lp_loader", "test_lp_reader"
@@ -34,6 +34,7 @@ def logins(warehouse):
         for login in (LOADER, READER):
             cur.execute(f"DROP ROLE IF EXISTS {login}")
             cur.execute(f"CREATE ROLE {login} LOGIN")
+    forget_history(warehouse, "medco_codes")  # new members: a first release
     load_synthetic(n_members=200, seed=21)
     admin_setup.setup(loader=LOADER, reader=READER)
     yield

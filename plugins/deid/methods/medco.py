@@ -9,14 +9,23 @@ share a full code set.  Clusters filled apart would break all three
 (``anonymizers.dummies.generate``).  An input that admits no release stops
 the run with ``NoReleaseError`` (an ``InputError``) instead of loading an
 unflattened or empty table.
+
+Successive releases (issue 25): dummies persist as long as their source
+patients do (``anonymizers.dummies.persist``).  A run starts from the state
+of the release's last published run (``deid.history``, restricted schema),
+and its new state is stored with its load, in the swap's transaction
+(``state_parts``), so that the next run's dummies continue this one's.  The
+stored state names a dummy's source patient by its keyed link
+(``deid.history.link``), never by the source id; a run maps the links back
+to its own patients' ids, and a dummy whose source left matches none.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from deid import history, validation
 from deid import load as load_mod
-from deid import validation
 from deid.secret import code_token_key, key_fingerprint, pseudonym_key
 
 TITLE = "MedCo dummy patients"
@@ -49,16 +58,58 @@ def cluster_codes(run, params) -> dict:
 
 
 def dummies(run, params) -> dict:
-    from anonymizers.dummies import DummyConfig, generate_dummies
+    """The release with the dummies carried from the last published run's
+    state and topped up; the new state is staged for the load.  A run that
+    continues a lineage keeps its clusters (``persist.clusters_for``: the
+    carried dummies flatten those), and ``clusters.json`` becomes the
+    clusters used, which the verifier checks the release against."""
+    from anonymizers.dummies import DummyConfig
+    from anonymizers.dummies.persist import State, apply
 
-    clusters = run.read_json("clusters.json")["clusters"]
-    result = generate_dummies(_patient_codes(run), clusters, DummyConfig(
-        seed=params["seed"], pseudonym_key=pseudonym_key()))
+    patients = _patient_codes(run)
+    key = pseudonym_key()
+    since, frames = history.last_state(run.release, run.run_id)
+    previous = State.from_frames(_state_in(frames, patients["patient_id"], key)) \
+        if frames else None
+    clusters = run.read_json("clusters.json")["clusters"] if previous is None else None
+    result, state = apply(patients, clusters, DummyConfig(seed=params["seed"],
+                                                          pseudonym_key=key), previous=previous)
+    run.write_json("clusters.json", {"clusters": [list(c) for c in state.clusters]})
     result.released.to_parquet(run.path("released.parquet"), index=False)
     result.dummy_map.to_parquet(run.path("dummy_map.parquet"), index=False)
+    for name, frame in _state_out(state.to_frames(), key).items():
+        frame.to_parquet(run.path(f"{STATE_FILE}{name}.parquet"), index=False)
     metrics = run.small(result.metrics)
     run.write_json("method_metrics.json", metrics)
+    run.write_json(STATE_FROM, {"run_id": since, "had_state": bool(frames)})
     return metrics
+
+
+STATE_FILE = "medco_state."
+STATE_FROM = "state_from.json"  # the published run it continued, for deid.cross_release
+SOURCE = "source_patient_id"
+
+
+def _state_out(frames: dict[str, pd.DataFrame], key: bytes) -> dict[str, pd.DataFrame]:
+    """The state to store: source ids replaced by their keyed links."""
+    return {name: f.assign(**{SOURCE: history.link(f[SOURCE], key)}) if SOURCE in f else f
+            for name, f in frames.items()}
+
+
+def _state_in(frames: dict[str, pd.DataFrame], patient_ids: pd.Series,
+              key: bytes) -> dict[str, pd.DataFrame]:
+    """A stored state with the links of this run's patients mapped back to
+    their ids; the link of a patient who left stays, matching no patient."""
+    ids = pd.Series(pd.unique(patient_ids))
+    back = pd.Series(ids.to_numpy(), index=history.link(ids, key).to_numpy())
+    return {name: f.assign(**{SOURCE: f[SOURCE].map(back).fillna(f[SOURCE])})
+            if SOURCE in f else f for name, f in frames.items()}
+
+
+def state_parts(run) -> dict[str, pd.DataFrame]:
+    """The new state as the load stores it (``deid.history`` parts ``state/<name>``)."""
+    return {path.name[len(STATE_FILE):-len(".parquet")]: pd.read_parquet(path)
+            for path in sorted(run.dir.glob(f"{STATE_FILE}*.parquet"))}
 
 
 def verify(run, params) -> list[dict]:
@@ -72,9 +123,14 @@ def verify(run, params) -> list[dict]:
 
 
 def gates(run, params, source) -> list:
+    """Released codes come from this run's claims or, for a run continuing
+    a lineage, from the lineage's clusters (a carried dummy keeps the codes
+    it was released with, some of which no current patient may hold)."""
     released = pd.read_parquet(run.path("released.parquet"))
+    clustered = [c for cluster in run.read_json("clusters.json")["clusters"] for c in cluster]
+    vocabulary = sorted(set(source.codes) | set(clustered))
     return [("released", released, validation.release_records_expectations(
-        ["patient_id", "code"], "patient_id", "code", source.codes,
+        ["patient_id", "code"], "patient_id", "code", vocabulary,
         source.patients, expected_rows=len(released)))]
 
 

@@ -1,0 +1,196 @@
+"""A new release beside the releases published before it (issue 25).
+
+``verdicts`` is what ``deid.steps.validate`` adds to a run's verdicts:
+
+* disassociation, UGACLIP, LDA, GCCens: the library's independent
+  cross-release verifier, ``anonymizers.successive.check.check(method,
+  history, new, params)`` (k-anonymity composed over the releases against
+  the linking adversary; GCCens: k-map of each patient's union), on the new
+  release and every earlier one of the release's history, oldest first;
+* MedCo: its defence is state (``anonymizers.dummies.persist``).  Two
+  verdicts: this run's dummies continued the state of the last published
+  release (a run that started a new lineage beside published releases
+  fails it: the issue's attack then tells real from dummy with precision
+  0.99); and the library's verdict on the comparison attacks over every
+  release of the history and the new one, scored with their dummy maps
+  (``anonymizers.successive.medco.check``: no attack beats the base rate
+  by more than 5 points, significantly).
+
+``of_run`` gives the verifier's inputs of a staged run in the shapes its
+docstring lists; every source patient id is replaced by its keyed link
+(``deid.history.link``), so that the same patient is the same id across
+releases and no source id is stored.  ``deid.history.parts`` stores them
+(all but ``NEW_ONLY``) with the load, so that a later run can re-check
+after the release table was replaced.
+
+A method with no cross-release verifier (HHP) gets a failed verdict for a
+release that has earlier ones: what is not checked is not published twice.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from deid import history
+from deid.secret import pseudonym_key
+
+#: inputs the verifier reads of the new release only (not stored)
+NEW_ONLY = frozenset({"population"})
+
+
+def _linked(frame: pd.DataFrame, column: str, key: bytes) -> pd.DataFrame:
+    return frame.assign(**{column: history.link(frame[column].astype(str), key)})
+
+
+def _gccens(run, params: dict, key: bytes) -> dict:
+    from deid.methods import gccens
+
+    released = pd.read_parquet(run.path("released.parquet"))
+    records = [{"patient_id": p, "codes": {str(c): int(n) for c, n in zip(g["code"], g["count"])}}
+               for p, g in released.groupby("patient_id", sort=False)]
+    return {"release": {"records": records},
+            "key": _linked(pd.read_parquet(run.path("key.parquet")), "original_id", key),
+            "population": _linked(gccens._population(run, params), "patient_id", key)}
+
+
+def _ugaclip(run, params: dict, key: bytes) -> dict:
+    from deid.methods import ugaclip
+
+    doc = run.read_json("ugaclip.json")
+    return {"release": {"items": doc["items"], "suppressed": doc["suppressed"]},
+            "truth": _linked(ugaclip._records(run), "patient_id", key)}
+
+
+def _lda(run, params: dict, key: bytes) -> dict:
+    from deid.methods import lda
+
+    released = pd.read_parquet(run.path("released.parquet")).sort_values(
+        ["patient_id", "position"], kind="stable")
+    records = [{"patient_id": p, "trajectory": [[str(c), str(a)] for c, a in
+                                                zip(g["code"], g["age"])]}
+               for p, g in released.groupby("patient_id", sort=False)]
+    pairs = lda._pairs(run, params)[["patient_id", "code", "age"]]
+    return {"release": {"records": records},
+            "map": _linked(pd.read_parquet(run.path("key.parquet")), "patient_id", key),
+            "truth": _linked(pairs, "patient_id", key)}
+
+
+def _disassociation(run, params: dict, key: bytes) -> dict:
+    """The release as the CLI's JSON document, stitched from the batches'
+    fragments (a fragment's clusters start at its ``first``; its shared
+    chunks name its own clusters), the plan's cluster of each record and
+    the records (``deid.methods.disassociation`` stages all three)."""
+    n = len(run.read_json("dis_batches.json")["ranges"])
+    clusters, shared = [], []
+    for i in range(n):
+        fragment = run.read_json(f"dis_fragment.b{i}.json")
+        first, release = fragment["first"], fragment["release"]
+        clusters += release["clusters"]
+        shared += [{**s, "clusters": [first + c for c in s["clusters"]]}
+                   for s in release.get("shared_chunks", [])]
+    membership = pd.concat([pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"),
+                                            columns=["patient_id", "cluster"]) for i in range(n)],
+                           ignore_index=True)
+    truth = pd.concat([pd.read_parquet(run.path(f"dis_records.b{i}.parquet"))
+                       for i in range(n)], ignore_index=True)
+    return {"release": {"clusters": clusters, "shared_chunks": shared},
+            "membership": _linked(membership, "patient_id", key),
+            "truth": _linked(truth, "patient_id", key)}
+
+
+def _medco(run, params: dict, key: bytes) -> dict:
+    dummy_map = pd.read_parquet(run.path("dummy_map.parquet"))
+    return {"released": pd.read_parquet(run.path("released.parquet")),
+            "dummy_map": _linked(dummy_map, "source_patient_id", key)}
+
+
+INPUTS = {"gccens": _gccens, "ugaclip": _ugaclip, "lda": _lda,
+          "disassociation": _disassociation, "medco": _medco}
+
+
+def of_run(run, method: str, params: dict) -> dict:
+    """The verifier's inputs of the staged run (empty for a method without)."""
+    make = INPUTS.get(method)
+    return {} if make is None else make(run, params, pseudonym_key())
+
+
+def kept(run, method: str, params: dict) -> dict:
+    """The inputs the load stores for later runs (all but ``NEW_ONLY``)."""
+    return {name: v for name, v in of_run(run, method, params).items() if name not in NEW_ONLY}
+
+
+def check_params(run, method: str, params: dict) -> dict:
+    """The verifier's parameters: the release's k, m where the method has
+    one, and UGACLIP's privacy constraints (the run's PPE policy)."""
+    out = {"k": params["k"]}
+    if "m" in params:
+        out["m"] = params["m"]
+    if method == "ugaclip":
+        out["constraints"] = run.read_json("policy.json")["constraints"]
+    return out
+
+
+def verdicts(run, method: str, params: dict, earlier: list) -> list[dict]:
+    """The run's cross-release verdicts against ``earlier`` (published
+    releases, oldest first); none for a first release, whose single-release
+    verifiers say all there is."""
+    if not earlier:
+        return []
+    other = [f"{p.run_id} ({p.method})" for p in earlier if p.method != method]
+    if other:
+        return [_unchecked(method, earlier, f"earlier release(s) {other} were made by another "
+                                            "method: no verifier compares them")]
+    if method == "medco":
+        return [_medco_continued(run, earlier[-1]), _medco_attacked(run, params, earlier)]
+    from anonymizers.successive.check import METHODS as CHECKED
+    from anonymizers.successive.check import check
+
+    if method not in CHECKED:
+        return [_unchecked(method, earlier, f"no cross-release verifier for {method} "
+                                            f"(anonymizers.successive.check knows "
+                                            f"{', '.join(CHECKED)}): a release with earlier "
+                                            "releases is not published unchecked")]
+    stored = history.earlier_inputs(run.release, earlier)
+    missing = [p.run_id for p, inputs in zip(earlier, stored) if not inputs]
+    if missing:
+        return [_unchecked(method, earlier,
+                           f"earlier release(s) {missing} kept nothing to check against")]
+    return [check(method, stored, of_run(run, method, params),
+                  check_params(run, method, params)).as_dict()]
+
+
+def _unchecked(method: str, earlier: list, why: str) -> dict:
+    """A failed verdict: the combination could not be checked."""
+    return {"property": f"cross-release check of {method} over {len(earlier) + 1} releases",
+            "ok": False, "checked": 0, "violations": [why]}
+
+
+def _medco_continued(run, last) -> dict:
+    """MedCo's dummies continued the state of the last published release."""
+    from deid.methods.medco import STATE_FROM
+
+    began = run.read_json(STATE_FROM)
+    prop = (f"MedCo dummies persist across releases: this run continued the state of the "
+            f"last published release ({last.run_id})")
+    ok = began.get("run_id") == last.run_id and bool(began.get("had_state"))
+    why = [] if ok else [
+        f"the run started from {began.get('run_id')!r} "
+        f"({'with' if began.get('had_state') else 'without'} a stored state), not from the "
+        f"state of {last.run_id!r}: its dummies are new where the earlier release's persist, "
+        "which tells real patients from dummies"]
+    return {"property": prop, "ok": ok, "checked": 1, "violations": why}
+
+
+def _medco_attacked(run, params: dict, earlier: list) -> dict:
+    """The library's comparison attacks on the history and the new release,
+    scored with their dummy maps (``anonymizers.successive.medco.check``)."""
+    from anonymizers.successive.medco import check
+
+    stored = history.earlier_inputs(run.release, earlier)
+    missing = [p.run_id for p, inputs in zip(earlier, stored) if "released" not in inputs]
+    if missing:
+        return _unchecked("medco", earlier, f"earlier release(s) {missing} kept nothing to "
+                                            "attack")
+    releases = [*stored, of_run(run, "medco", params)]
+    return check([r["released"] for r in releases],
+                 [r["dummy_map"] for r in releases]).as_dict()
