@@ -36,6 +36,8 @@ NEEDS = (*((s, ("USAGE",)) for s in SCHEMAS),
          *((f"source.{t}", ("SELECT",)) for t in SOURCE_TABLES),
          *((f"restricted.{t}", ("SELECT", "INSERT", "DELETE"))
            for t in ("dummy_map", "token_keys", "privacy_policies")),
+         # the published history (issue 25): append-only for the loader
+         *((f"restricted.{t}", ("SELECT", "INSERT")) for t in ("release_history", "release_parts")),
          ("audit.release_runs", ("SELECT", "INSERT")))
 LOCK = 8817  # one DDL at a time (concurrent tasks of the embedded warehouse)
 # A run replaces a release table, which only its owner may do.  Needs a

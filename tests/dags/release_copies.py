@@ -14,7 +14,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 #: release name -> the parameters its copy sets
-TEST_POLICY = {"medco_codes": {"k": 3, "min_anonymity_set": 5, "seed": 11},
+TEST_POLICY = {"medco_codes": {"k": 3, "min_anonymity_set": 5, "seed": 11, "n_clusters": None},
                "gccens_repeated_codes": {"k": 3}, "ugaclip_diagnoses": {"k": 3},
                "disassociation_diagnoses": {"k": 3, "seed": 5, "refine_window": 4},
                "lda_trajectories": {"k": 3}, "hhp_claims": {"hhp_iterations": 50, "seed": 7}}
