@@ -177,9 +177,10 @@ def test_an_unknown_screening_policy_is_refused_naming_the_known_ones(tmp_path, 
 
 
 def test_every_named_screening_policy_is_bundled_and_the_screening_step_loads_it():
+    from deid import screening
+
     from anonymizers.claims.screening import NAMED_POLICIES
     from anonymizers.errors import InputError
-    from deid import screening
 
     names = [p for p in releases_mod.SCREENING_POLICIES if p not in (None, "none")]
     assert sorted(names) == sorted(NAMED_POLICIES)
