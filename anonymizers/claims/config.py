@@ -10,8 +10,10 @@ from pathlib import Path
 from types import MappingProxyType
 
 from anonymizers.claims.adversary import ROUNDINGS
+from anonymizers.claims.groupings import NAMED as NAMED_HIERARCHIES
 from anonymizers.claims.recoding import ALL_QIS
 from anonymizers.claims.risk import RiskSettings
+from anonymizers.claims.screening import NAMED_POLICIES
 from anonymizers.errors import ParameterError
 
 
@@ -67,8 +69,11 @@ class HHPConfig:
         ICD-9 codes or prefixes of rare and visible diseases whose members
         are removed (section 2), added to the policy's list.
     policy_path, hierarchies_path : str or None, default None
-        The screening policy and hierarchy files (default: the bundled
-        ``anonymizers/data/hhp`` v1 files).
+        The screening policy and hierarchy files, each a path or a bundled
+        policy name: ``hhp-2012-v1`` (ICD-9-CM, the default) or
+        ``hhp-2012-icd10-v1`` (ICD-10-CM, docs/hhp-icd10.md).  When
+        ``policy_path`` is a name and ``hierarchies_path`` is None, the
+        hierarchies are that name's (``policy_source``/``hierarchies_source``).
     marketer_population : int or None, default None
         Population size for the marketer risk (section 6); None takes the
         release as the population (theta = classes / members).
@@ -132,12 +137,27 @@ class HHPConfig:
                 raise ParameterError("node", "must map quasi-identifier names to level names, "
                                      "e.g. {'dsfc': 'months'}")
             object.__setattr__(self, "node", MappingProxyType(dict(self.node)))
-        for name in ("policy_path", "hierarchies_path"):
+        for name, named in (("policy_path", NAMED_POLICIES),
+                            ("hierarchies_path", NAMED_HIERARCHIES)):
             value = getattr(self, name)
-            if value is not None and not Path(value).is_file():
-                raise ParameterError(name, f"no such file: {value}")
+            if value is not None and str(value) not in named and not Path(value).is_file():
+                raise ParameterError(name, f"no such file nor bundled policy name: {value}; "
+                                     f"the names are {sorted(named)}")
         if self.marketer_population is not None:
             _int("marketer_population", self.marketer_population, 1)
+
+    @property
+    def policy_source(self) -> str:
+        """The screening policy: a name of ``NAMED_POLICIES`` or a file path."""
+        return str(self.policy_path) if self.policy_path is not None else "hhp-2012-v1"
+
+    @property
+    def hierarchies_source(self) -> str:
+        """The hierarchies: ``hierarchies_path``, else those of the named policy
+        (a file policy keeps the ICD-9 ones, as before names existed)."""
+        if self.hierarchies_path is not None:
+            return str(self.hierarchies_path)
+        return self.policy_source if self.policy_source in NAMED_HIERARCHIES else "hhp-2012-v1"
 
     def risk_settings(self, seed: int) -> RiskSettings:
         return RiskSettings(k=self.k, max_sup=self.max_sup, p_max=self.p_max,

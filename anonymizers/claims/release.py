@@ -27,7 +27,7 @@ from anonymizers.claims.partition import PartResult, best_of, n_parts, search_pa
 from anonymizers.claims.policy import load_policy
 from anonymizers.claims.recoding import Prepared, prepare
 from anonymizers.claims.risk import NodeRisk, NodeState, RiskModel
-from anonymizers.claims.screening import screen_normalized
+from anonymizers.claims.screening import NAMED_POLICIES, named_policy, screen_normalized
 from anonymizers.errors import ParameterError
 from anonymizers.pseudonyms import fresh, generator
 
@@ -204,10 +204,12 @@ def release_risk(claims_df: pd.DataFrame, result: HHPResult, config: HHPConfig) 
 def _prepared(claims_df, config: HHPConfig, compare: bool = True):
     """(policy, screening report, prepared data) of ``claims_df`` (a DataFrame
     or a function returning one: see ``stage``)."""
-    policy = load_policy(config.policy_path).with_rare_visible(config.rare_visible_codes)
+    source = config.policy_source
+    policy = (named_policy(source) if source in NAMED_POLICIES else load_policy(source))
+    policy = policy.with_rare_visible(config.rare_visible_codes)
     norm, present = normalize(claims_df() if callable(claims_df) else claims_df)
     kept, _, report = screen_normalized(norm, present, policy, compare)
-    prep = prepare(norm, present, load_hierarchies(config.hierarchies_path),
+    prep = prepare(norm, present, load_hierarchies(config.hierarchies_source),
                    config.qis, config.truncation_percentile, keep=kept)
     return policy, report, prep
 

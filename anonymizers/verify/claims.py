@@ -23,6 +23,21 @@ Checks:
    (DSFC counted from the first admissible claim), and the member row holds
    the generalized age at the first admissible claim, sex and number of
    released claims.
+
+Files: ``policy_path`` and ``hierarchies_path`` take a path or a bundled
+policy name of ``BUNDLED`` (``hhp-2012-v1``: ICD-9-CM, ``hhp-2012-icd10-v1``:
+ICD-10-CM).  Left out, they are the bundled files of the version the metrics
+name (the ICD-9 files when it is not bundled); check 8 below then compares
+that version with the policy file's.  A hierarchy file may say ``extends:
+<file>`` (same folder): its quasi-identifiers replace those of that file one
+by one.  Diagnosis level kinds: ``icd9_ranges`` (longest prefix, then the
+narrowest range) and ``icd10_prefixes`` (rows ``prefix, group``; the longest
+prefix of the undotted upper-case code, of at most 7 characters, wins; a
+longer or repeated prefix in the file is itself a violation).
+
+8. the policy version of the metrics is the policy file's; the hierarchy
+   files are well formed (no ``extends`` cycle, ICD-10 prefixes of 1-7
+   characters, each once).
 """
 
 from __future__ import annotations
@@ -42,6 +57,10 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "hhp"
 CLAIM_COLUMNS = ("dx", "procedure", "place_of_service", "specialty", "length_of_stay", "dsfc")
 MEMBER_COLUMNS = ("age", "sex", "claims_per_member")
 DATE_LIKE = re.compile(r"^(\d{4}-\d{2}-\d{2}.*|(19|20|21)\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01]))$")
+ICD10_LONGEST = 7  # ICD-10-CM codes have at most 7 characters
+BUNDLED = {"hhp-2012-v1": ("screening_policy_v1.yaml", "hierarchies.yaml"),
+           "hhp-2012-icd10-v1": ("screening_policy_icd10_v1.yaml",
+                                 "hierarchies_icd10_v1.yaml")}
 SEX = {"1": "M", "M": "M", "MALE": "M", "2": "F", "F": "F", "FEMALE": "F"}
 
 
@@ -94,8 +113,9 @@ def verify_release_batches(members: pd.DataFrame, claims, metrics: dict, key: pd
     shape = _shape(members, seen, levels)
     released = _distinct_values(members, seen)
     link, named, key_problems = _key(members, key)
-    policy = _read_yaml(policy_path or DATA / "screening_policy_v1.yaml")
-    hier = _Hierarchies(hierarchies_path or DATA / "hierarchies.yaml")
+    policy_file, hier_file = _files(policy_path, hierarchies_path, metrics)
+    policy = _read_yaml(policy_file)
+    hier = _Hierarchies(hier_file)
     labels = _labels(released, levels, hier)
     scan = _BatchScan(members, seen, levels, hier, link, policy,
                       list(metrics.get("policy_extra_rare_visible", [])),
@@ -109,7 +129,7 @@ def verify_release_batches(members: pd.DataFrame, claims, metrics: dict, key: pd
                         f"is {policy.get('version')!r}")
     problems += scan.split_problems() + scan.screening
     problems += _truncation(seen.per_member, metrics, scan.admissible_counts)
-    problems += labels
+    problems += labels + hier.problems
     if not problems:
         problems += scan.consistency()
     return Verdict.from_violations(PROPERTY, len(members) + seen.n, problems)
@@ -137,6 +157,21 @@ class _ReleasedClaims:
         self.values, self.dated = values, dated
         self.per_member = (pd.concat(per).groupby(level=0).sum() if per
                            else pd.Series(dtype=np.int64))
+
+
+def _files(policy_path, hierarchies_path, metrics: dict) -> tuple[Path, Path]:
+    """(policy file, hierarchy file): a bundled name gives its file; left out,
+    the bundled files of the metrics' policy version (else ICD-9's)."""
+    version = metrics.get("policy_version")
+    default = version if version in BUNDLED else "hhp-2012-v1"
+    if policy_path is not None and str(policy_path) in BUNDLED:
+        default = str(policy_path)
+    out = []
+    for given, i in ((policy_path, 0), (hierarchies_path, 1)):
+        name = str(given) if given is not None and str(given) in BUNDLED else None
+        out.append(DATA / BUNDLED[name or default][i] if given is None or name
+                   else Path(given))
+    return out[0], out[1]
 
 
 def _read_yaml(path) -> dict:
@@ -417,12 +452,30 @@ def _truncation(per_member: pd.Series, metrics, admissible_counts: list) -> list
 
 
 class _Hierarchies:
-    """The hierarchy file and grouping files, read on their own."""
+    """The hierarchy file (and the files it ``extends``) and grouping files,
+    read on their own.  ``problems``: what is wrong with the files."""
 
     def __init__(self, path):
         self.path = Path(path)
-        self.qis = _read_yaml(self.path)["qis"]
+        self.problems: list[str] = []
+        self.qis = self._qis(self.path, ())
         self._tables: dict = {}
+
+    def _qis(self, path: Path, chain: tuple) -> dict:
+        """The file's ``qis`` over those of the file it extends; each level
+        records the folder its grouping file is read from."""
+        doc = _read_yaml(path)
+        qis = {}
+        if doc.get("extends"):
+            base = path.parent / str(doc["extends"])
+            if base.resolve() in chain + (path.resolve(),):
+                self.problems.append(f"{path.name} extends {doc['extends']} in a cycle")
+            else:
+                qis.update(self._qis(base, chain + (path.resolve(),)))
+        for name, spec in (doc.get("qis") or {}).items():
+            levels = [{**lv, "folder": path.parent} for lv in spec.get("levels", [])]
+            qis[name] = {**spec, "levels": levels}
+        return qis
 
     def level(self, qi: str, name: str) -> dict | None:
         for lv in self.qis.get(qi, {}).get("levels", []):
@@ -441,7 +494,8 @@ class _Hierarchies:
             return {str(b[2]) for b in lv["bins"]}
         if "values" in lv:
             return {str(v) for v in lv["values"]}
-        groups = {r[-1] for r in self._rows(lv["file"], lv.get("column", "group"))}
+        rows = self._rows(lv)
+        groups = set(rows.values()) if isinstance(rows, dict) else {r[-1] for r in rows}
         return groups | {lv["fallback"], lv["missing"]}
 
     def generalize(self, qi: str, name: str, values: np.ndarray) -> np.ndarray:
@@ -457,7 +511,7 @@ class _Hierarchies:
     def _group(self, lv: dict, code: str) -> str:
         if code == "":
             return lv["missing"]
-        rows = self._rows(lv["file"], lv.get("column", "group"))
+        rows = self._rows(lv)
         if lv["kind"] == "code_table":
             key = code.zfill(2) if len(code) == 1 and code.isdigit() else code
             hits = [g for k, g in rows if k == key]
@@ -468,14 +522,19 @@ class _Hierarchies:
                     if int(first) <= int(code) <= int(last):
                         return g
             return lv["fallback"]
+        if lv["kind"] == "icd10_prefixes":
+            return _icd10_group(rows, code, lv["fallback"])
         return _icd9_group(rows, code, lv["fallback"])
 
-    def _rows(self, file: str, column: str) -> list[tuple]:
-        """The file's rules as plain tuples: (key, group) for code tables,
-        (first, last, group) for ranges."""
+    def _rows(self, lv: dict):
+        """The level's file as plain rules: (key, group) for code tables,
+        (first, last, group) for ranges, {prefix: group} for ICD-10 prefixes."""
+        file, column = Path(lv["folder"]) / lv["file"], lv.get("column", "group")
         if (file, column) not in self._tables:
-            t = pd.read_csv(self.path.parent / file, dtype=str, keep_default_na=False)
-            if "first" in t.columns:
+            t = pd.read_csv(file, dtype=str, keep_default_na=False)
+            if lv.get("kind") == "icd10_prefixes":
+                rows = self._prefixes(file.name, t["prefix"].tolist(), t[column].tolist())
+            elif "first" in t.columns:
                 rows = list(zip(t["first"].tolist(), t["last"].tolist(), t[column].tolist()))
             else:
                 keys = [str(k).strip().upper() for k in t.iloc[:, 0].tolist()]
@@ -483,6 +542,28 @@ class _Hierarchies:
                 rows = list(zip(keys, t[column].tolist()))
             self._tables[(file, column)] = rows
         return self._tables[(file, column)]
+
+    def _prefixes(self, name: str, prefixes: list, groups: list) -> dict:
+        out: dict[str, str] = {}
+        bad = []
+        for prefix, group in zip(prefixes, groups):
+            p = str(prefix).strip().replace(".", "").upper()
+            if not 1 <= len(p) <= ICD10_LONGEST or p in out:
+                bad.append(prefix)
+                continue
+            out[p] = group
+        if bad:
+            self.problems.append(f"{name}: {len(bad)} prefixes are empty, longer than "
+                                 f"{ICD10_LONGEST} characters or repeated, e.g. {bad[0]!r}")
+        return out
+
+
+def _icd10_group(rows: dict, code: str, fallback: str) -> str:
+    """The group of the longest prefix of ``code`` (at most 7 characters)."""
+    for n in range(min(len(code), ICD10_LONGEST), 0, -1):
+        if code[:n] in rows:
+            return rows[code[:n]]
+    return fallback
 
 
 def _icd9_group(rows: list[tuple], code: str, fallback: str) -> str:

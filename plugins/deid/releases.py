@@ -33,7 +33,9 @@ from deid.scope import checked as checked_scope
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", None}
-SCREENING_POLICIES = [None, "none", "hhp-2012-v1"]  # anonymizers/data/hhp/screening_policy_v1.yaml
+# the bundled screening policies (anonymizers.claims.screening.NAMED_POLICIES: ICD-9-CM and
+# ICD-10-CM lists), named here without importing it so that parsing a DAG stays light
+SCREENING_POLICIES = [None, "none", "hhp-2012-v1", "hhp-2012-icd10-v1"]
 FIELDS = {"name", "version", "description", "schedule", "scope", "screening_policy",
           "method", "params", "thresholds", "overrides", "destination"}
 #: what a release file may say a trigger may do with a parameter (deid.overrides)

@@ -13,6 +13,9 @@ split into ranges that separate tasks screen:
   it one row group at a time.
 
 The removed set, and so the screened extract, is the same for any range size.
+``load_policy(name)`` reads the policy a release file names
+(``deid.releases.SCREENING_POLICIES``: ``hhp-2012-v1`` in ICD-9-CM,
+``hhp-2012-icd10-v1`` in ICD-10-CM); ``batch`` takes it or its name.
 """
 
 from __future__ import annotations
@@ -69,9 +72,20 @@ def _split_claims(run, scope: str, highs: list[str]) -> None:
             w.close()
 
 
+def load_policy(name: str):
+    """The bundled screening policy called ``name``; ``InputError`` naming the
+    known policies for any other name."""
+    from anonymizers.claims.screening import named_policy
+
+    return named_policy(name)
+
+
 def batch(run, policy, index: int) -> dict:
-    """Screen the members of range ``index``; their removed ids go to staging."""
+    """Screen the members of range ``index`` with ``policy`` (a ScreeningPolicy
+    or a bundled name); their removed ids go to staging."""
     from anonymizers.claims import screen as run_screen
+
+    policy = load_policy(policy) if isinstance(policy, str) else policy
 
     # dates as datetime64, not Python date objects: validating those as text took a third
     # of a batch's time

@@ -156,3 +156,62 @@ def test_the_maintenance_dag_id_is_not_a_release_name(tmp_path):
     with pytest.raises(ReleaseConfigError, match="reserved") as err:
         load_release(path)
     assert err.value.field == "name"
+
+
+# --- the screening policy by name (issue 27: ICD-10-CM lists) ----------------
+
+def test_a_release_naming_the_icd10_screening_policy_parses(tmp_path):
+    release = load_release(_write(tmp_path, GOOD + "screening_policy: hhp-2012-icd10-v1\n"))
+    assert release.screening_policy == "hhp-2012-icd10-v1"
+    assert load_release(_write(tmp_path, GOOD + "screening_policy: none\n")).screening_policy \
+        is None
+
+
+@pytest.mark.parametrize("name", ["hhp-2012-icd10", "hhp-2099-v1", "HHP-2012-V1"])
+def test_an_unknown_screening_policy_is_refused_naming_the_known_ones(tmp_path, name):
+    with pytest.raises(ReleaseConfigError) as err:
+        load_release(_write(tmp_path, GOOD + f"screening_policy: {name}\n"))
+    assert err.value.field == "screening_policy"
+    assert f"unknown policy {name!r}" in err.value.problem
+    assert "hhp-2012-icd10-v1" in err.value.problem and "hhp-2012-v1" in err.value.problem
+
+
+def test_every_named_screening_policy_is_bundled_and_the_screening_step_loads_it():
+    from deid import screening
+
+    from anonymizers.claims.screening import NAMED_POLICIES
+    from anonymizers.errors import InputError
+
+    names = [p for p in releases_mod.SCREENING_POLICIES if p not in (None, "none")]
+    assert sorted(names) == sorted(NAMED_POLICIES)
+    for name in names:
+        assert screening.load_policy(name).version == name
+    with pytest.raises(InputError, match="unknown screening policy 'hhp-2099-v1'"):
+        screening.load_policy("hhp-2099-v1")
+
+
+def test_the_screening_step_screens_a_range_with_the_named_icd10_policy(tmp_path):
+    """``deid.screening.batch`` given the name a release file holds: B20 (HIV,
+    ICD-10-CM) removes its member under hhp-2012-icd10-v1, 042 (its ICD-9-CM
+    code) does not; under hhp-2012-v1 the other way round."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+    from deid import screening
+
+    class Run:
+        def path(self, name):
+            return tmp_path / name
+
+    per_claim = pd.DataFrame({"member_id": ["A", "B", "C"], "claim_id": ["1", "2", "3"],
+                              "service_date": pd.to_datetime(["2016-01-05"] * 3),
+                              "age_at_service": 50, "sex": "1",
+                              "dx_code": ["B20", "042", "I10"], "procedure_code": "99213",
+                              "place_of_service": "11"})
+    per_claim.to_parquet(tmp_path / "screen_claims.b0.parquet")
+    removed = {}
+    for name in ("hhp-2012-icd10-v1", "hhp-2012-v1"):
+        out = screening.batch(Run(), name, 0)
+        assert out == {"index": 0, "claims": 3, "members_removed": 1}
+        removed[name] = pq.read_table(tmp_path / "screen_removed.b0.parquet")[
+            "member_id"].to_pylist()
+    assert removed == {"hhp-2012-icd10-v1": ["A"], "hhp-2012-v1": ["B"]}
