@@ -26,9 +26,10 @@ Checks:
 
 Files: ``policy_path`` and ``hierarchies_path`` take a path or a bundled
 policy name of ``BUNDLED`` (``hhp-2012-v1``: ICD-9-CM, ``hhp-2012-icd10-v1``:
-ICD-10-CM).  Left out, they are the bundled files of the version the metrics
-name (the ICD-9 files when it is not bundled); check 8 below then compares
-that version with the policy file's.  A hierarchy file may say ``extends:
+ICD-10-CM).  Left out, they are ICD-9's bundled files: the policy to check
+against is the caller's to name, never read from the release's own metrics
+(a release claiming another policy must not choose its own yardstick); check
+8 below then compares the metrics' version with the policy file's.  A hierarchy file may say ``extends:
 <file>`` (same folder): its quasi-identifiers replace those of that file one
 by one.  Diagnosis level kinds: ``icd9_ranges`` (longest prefix, then the
 narrowest range) and ``icd10_prefixes`` (rows ``prefix, group``; the longest
@@ -161,9 +162,8 @@ class _ReleasedClaims:
 
 def _files(policy_path, hierarchies_path, metrics: dict) -> tuple[Path, Path]:
     """(policy file, hierarchy file): a bundled name gives its file; left out,
-    the bundled files of the metrics' policy version (else ICD-9's)."""
-    version = metrics.get("policy_version")
-    default = version if version in BUNDLED else "hhp-2012-v1"
+    ICD-9's bundled files (a named policy brings its own hierarchies)."""
+    default = "hhp-2012-v1"
     if policy_path is not None and str(policy_path) in BUNDLED:
         default = str(policy_path)
     out = []

@@ -48,12 +48,20 @@ def _problems(verdict) -> str:
 
 # --- an ICD-10 release verifies ------------------------------------------------
 
-def test_an_icd10_release_verifies_by_name_by_path_and_by_default(release):
+def test_the_release_does_not_choose_its_own_yardstick(release):
+    """Left out, the policy is ICD-9's: the release's metrics naming the
+    ICD-10 policy do not switch the verifier to it."""
+    data, res = release
+    verdict = verify_hhp(res, data)
+    assert not verdict.ok and "policy" in _problems(verdict).lower()
+
+
+def test_an_icd10_release_verifies_by_name_and_by_path(release):
     data, res = release
     assert res.metrics["policy_version"] == ICD10
     assert set(res.claims["dx"]) - {"OTHER", "NONE"}, "dx must be released as groups"
-    assert verify_hhp(res, data).ok, _problems(verify_hhp(res, data))
-    assert verify_hhp(res, data, ICD10, ICD10).ok
+    assert verify_hhp(res, data, ICD10, ICD10).ok, _problems(verify_hhp(res, data, ICD10, ICD10))
+    assert verify_hhp(res, data, ICD10).ok  # the named policy brings its hierarchies
     assert verify_hhp(res, data, str(DATA / "screening_policy_icd10_v1.yaml"),
                       str(DATA / "hierarchies_icd10_v1.yaml")).ok
 
@@ -87,7 +95,7 @@ def test_a_claim_recoded_to_another_group_is_caught(release):
     claims.loc[i, "dx"] = "METAB3"  # a label of the level, the wrong one for I10
     tampered = type(res)(res.members, claims, res.metrics, res.screening_report, res.lattice,
                          res.key)
-    verdict = verify_hhp(tampered, data)
+    verdict = verify_hhp(tampered, data, ICD10)
     assert not verdict.ok and "more often than the member's admissible claims allow" in \
         _problems(verdict)
 
@@ -99,7 +107,7 @@ def test_a_code_or_prefix_released_instead_of_its_group_is_caught(release, value
     claims.loc[0, "dx"] = value
     tampered = type(res)(res.members, claims, res.metrics, res.screening_report, res.lattice,
                          res.key)
-    verdict = verify_hhp(tampered, data)
+    verdict = verify_hhp(tampered, data, ICD10)
     assert not verdict.ok and f"dx: values ['{value}'] are not labels of level 'pcg'" in \
         _problems(verdict)
 
@@ -146,8 +154,8 @@ def test_the_longest_prefix_wins_in_the_verifier_as_in_the_release(tmp_path):
     assert "SEPSIS" not in set(res_bundled.claims["dx"])
     assert set(res_nested.claims["dx"]) >= {"METAB3", "SEPSIS"}  # E119 kept its own group
     assert verify_hhp(res_nested, data, ICD10, nested).ok
-    assert verify_hhp(res_bundled, data).ok
-    assert not verify_hhp(res_nested, data).ok
+    assert verify_hhp(res_bundled, data, ICD10).ok
+    assert not verify_hhp(res_nested, data, ICD10).ok
     assert not verify_hhp(res_bundled, data, ICD10, nested).ok
 
 
@@ -223,7 +231,7 @@ def test_releases_on_random_icd10_claims_verify(data, seed, dsfc, percentile):
         event(f"refused: {type(exc).__name__}")
         return
     event("released")
-    verdict = verify_hhp(res, data)
+    verdict = verify_hhp(res, data, ICD10)
     assert verdict.ok, _problems(verdict)
 
 
