@@ -42,7 +42,6 @@ from benchmarks.harness import DATASETS, run_benchmark
 MEPS = DATASETS / "informs_meps2005" / "conditions05.csv.gz"
 BMS = DATASETS / "transactions" / "BMS1.dat.gz"
 DRAWS = (1, 2, 3)
-W1_SUPPORT_PERCENT = 0.625
 # paper figures (Section 6): Fig. 18 (level 1, k = 5), Fig. 21 (k = 2 and 25), Fig. 17
 PAPER = {"fig18_level1_k5_share_in_5": 0.90, "fig18_level1_k5_share_in_2.5": 0.81,
          "fig21_share_in_5_k2": 0.953, "fig21_share_in_5_k25": 0.53,
@@ -81,8 +80,7 @@ class Workloads:
         self.original = metrics.as_records(data)
         rng = np.random.default_rng(seed)
         self.w2 = metrics.w2_workload(self.original, rng, n_queries=1000, sizes=(1, 2))
-        # at least 20 records (tiny inputs would make every set of a long record frequent)
-        self.support = max(W1_SUPPORT_PERCENT, 100 * 20 / self.original.n_records)
+        self.support = metrics.w1_support(self.original.n_records)
         self.w1 = metrics.w1_workload(self.original, rng, n_chains=250, max_size=4,
                                       min_support_percent=self.support)
         self.policies = policies
