@@ -17,9 +17,10 @@ the verifier's verdict, and utility on datasets drawn by ``reconstruct``
 shares in [-5%, 5%) and [-2.5%, 2.5%) for single codes (level 1) and ICD-9
 sections (level 2), ARE (Def. 2) on W1 (frequent itemsets of 1-4 codes at
 0.625% support, Section 6.4) and W2 (1000 sets of 1-2 codes).
-``reconstruction`` and ``linking`` name the default rules, the ones the
-figures under ``utility.default`` use; ``utility.<rule>`` are drawn with
-random linking, ``utility.association`` with association linking.
+``reconstruction`` and ``linking`` name the default rules (one record per
+item-chunk code, association linking), the ones the figures under
+``utility.default`` use; ``utility.<rule>`` are drawn with random linking,
+``utility.association`` with association linking (the default).
 """
 
 from __future__ import annotations

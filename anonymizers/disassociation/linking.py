@@ -9,9 +9,10 @@ reconstructed by a combination of subrecords from the different chunks").
 Drawn uniformly, the assignment treats codes of different chunks as
 independent; real codes co-occur more than that, so pairs split across
 chunks come out under-counted (on MEPS 2005, W1 pairs ARE 0.19 against 0.006
-for single codes).  ``linking="association"`` (an option of ``reconstruct``,
-not its default: see there) picks instead the consistent assignment that
-puts together the codes the release shows co-occurring:
+for single codes).  ``linking="association"`` (``reconstruct``'s default
+since it answers counts of several codes best: see there) picks instead the
+consistent assignment that puts together the codes the release shows
+co-occurring:
 
 - the association of codes ``a`` and ``b`` is read from the release only, in
   the chunks whose domain holds both (record chunks and shared chunks, where

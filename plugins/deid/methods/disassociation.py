@@ -152,8 +152,9 @@ def combine(run, params) -> dict:
 def measure(run, params) -> dict:
     """ARE on W2 and on W1 (frequent itemsets of 1-4 codes at 0.625% support,
     Fig. 17), and MRE per utility constraint and per single code (Fig. 18),
-    on a seeded reconstruction (``reconstruction`` and ``linking`` in the
-    metrics name its rules), batch by batch (``batch_utility``: each refine
+    on a seeded reconstruction (``reconstruct``'s defaults: item-chunk codes
+    on one record each, subrecords linked by association; ``reconstruction``
+    and ``linking`` in the metrics name the rules), batch by batch (``batch_utility``: each refine
     window drawn with its own generator, so the figures do not depend on
     the batching)."""
     from anonymizers.disassociation import metrics as dm
