@@ -17,9 +17,10 @@ the verifier's verdict, and utility on datasets drawn by ``reconstruct``
 shares in [-5%, 5%) and [-2.5%, 2.5%) for single codes (level 1) and ICD-9
 sections (level 2), ARE (Def. 2) on W1 (frequent itemsets of 1-4 codes at
 0.625% support, Section 6.4) and W2 (1000 sets of 1-2 codes).
-``reconstruction`` and ``linking`` name the default rules, the ones the
-figures under ``utility.default`` use; ``utility.<rule>`` are drawn with
-random linking, ``utility.association`` with association linking.
+``reconstruction`` and ``linking`` name the default rules (one record per
+item-chunk code, association linking), the ones the figures under
+``utility.default`` use; ``utility.<rule>`` are drawn with random linking,
+``utility.association`` with association linking (the default).
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from benchmarks.harness import DATASETS, run_benchmark
 MEPS = DATASETS / "informs_meps2005" / "conditions05.csv.gz"
 BMS = DATASETS / "transactions" / "BMS1.dat.gz"
 DRAWS = (1, 2, 3)
-W1_SUPPORT_PERCENT = 0.625
 # paper figures (Section 6): Fig. 18 (level 1, k = 5), Fig. 21 (k = 2 and 25), Fig. 17
 PAPER = {"fig18_level1_k5_share_in_5": 0.90, "fig18_level1_k5_share_in_2.5": 0.81,
          "fig21_share_in_5_k2": 0.953, "fig21_share_in_5_k25": 0.53,
@@ -81,8 +81,7 @@ class Workloads:
         self.original = metrics.as_records(data)
         rng = np.random.default_rng(seed)
         self.w2 = metrics.w2_workload(self.original, rng, n_queries=1000, sizes=(1, 2))
-        # at least 20 records (tiny inputs would make every set of a long record frequent)
-        self.support = max(W1_SUPPORT_PERCENT, 100 * 20 / self.original.n_records)
+        self.support = metrics.w1_support(self.original.n_records)
         self.w1 = metrics.w1_workload(self.original, rng, n_chains=250, max_size=4,
                                       min_support_percent=self.support)
         self.policies = policies

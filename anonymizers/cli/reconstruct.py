@@ -19,9 +19,10 @@ def add_arguments(parser) -> None:
                         "1..min(|P|, k-1) (below_k), or uniform in 1..|P| (cluster, Fig. 5)")
     parser.add_argument("--linking", choices=LINKING, default=DEFAULT_LINKING,
                         help="which records get the subrecords and item codes of a cluster: "
-                        "records drawn at random (random, default), or those holding the codes the "
-                        "release shows them co-occurring with (association: better on counts of "
-                        "several codes, worse on constraints matched by any of their codes)")
+                        "those holding the codes the release shows them co-occurring with "
+                        "(association, default: better on counts of several codes, sometimes "
+                        "worse on constraints matched by any of their codes), or records drawn "
+                        "at random (random)")
 
 
 def run(args) -> int:

@@ -11,6 +11,14 @@ parts of a dataset.  So:
   sorted vocabulary: the same sets, in the same order, as
   ``metrics.w2_workload`` on the whole data, hence the same queries for the
   same generator;
+- W1 (frequent itemsets of 1-4 codes, Section 6.4) needs the itemsets
+  frequent over the whole data: ``frequent_sets`` runs Apriori level by
+  level, summing each level's candidate counts over the batches (the same
+  itemsets as FP-Growth on the whole data at the same support), and
+  ``metrics.w1_chains`` draws the chains from them;
+- single codes: every code of the vocabulary is also counted as a
+  one-code constraint, so the MRE of single codes (Fig. 18's level 1) is
+  read whatever the release's utility policy;
 - the original's counts are summed over the batches' records;
 - the reconstruction (``reconstruct``, Section 3.2) is drawn one refine
   window at a time, with a generator seeded by ``(seed, window index)``.  A
@@ -23,7 +31,8 @@ parts of a dataset.  So:
 
 from __future__ import annotations
 
-from typing import Sequence
+from itertools import combinations
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -49,11 +58,13 @@ class BatchedUtility:
         self.enumerated = 0
         self.queries: list[tuple[str, ...]] = []
         self.constraints: list = []
+        self.n_w2 = self.n_policy = self.n_records = 0
         self.c_o = self.c_a = self.m_o = self.m_a = None
 
     def pool(self, records: pd.DataFrame) -> None:
         """Add the occurring code sets of one batch's records (long table)."""
         rec = dm.as_records(records)
+        self.n_records += rec.n_records
         glob = self._global(rec.codes)
         lens = np.diff(rec.matrix.indptr)
         for s in self.sizes:
@@ -82,11 +93,15 @@ class BatchedUtility:
             out.append(tuple(self.vocab[idx].tolist()))
         return out
 
-    def start(self, queries: list, constraints: list | None) -> None:
-        self.queries, self.constraints = list(queries), list(constraints or [])
-        self.c_o, self.c_a = np.zeros(len(queries), np.int64), np.zeros(len(queries), np.int64)
-        self.m_o = np.zeros(len(self.constraints), np.int64)
-        self.m_a = np.zeros(len(self.constraints), np.int64)
+    def start(self, queries: list, constraints: list | None,
+              w1: Sequence[Sequence[str]] = ()) -> None:
+        """Count ``queries`` (W2), the W1 sets ``w1``, the ``constraints``
+        and every code of the vocabulary as a one-code constraint."""
+        self.n_w2, self.n_policy = len(queries), len(constraints or [])
+        self.queries = list(queries) + [tuple(q) for q in w1]
+        self.constraints = list(constraints or []) + [[c] for c in self.vocab]
+        self.c_o, self.c_a = (np.zeros(len(self.queries), np.int64) for _ in range(2))
+        self.m_o, self.m_a = (np.zeros(len(self.constraints), np.int64) for _ in range(2))
 
     def add(self, records: pd.DataFrame, fragment: Disassociated, first: int, window: int,
             seed: int) -> None:
@@ -104,17 +119,32 @@ class BatchedUtility:
             matched += dm.matches(rec, self.constraints)
 
     def are(self) -> float:
-        """Definition 2 (see ``metrics.are``)."""
-        if not self.queries:
-            raise ParameterError("queries", "the workload is empty")
-        if (self.c_o == 0).any():
-            bad = list(self.queries[int(np.argmax(self.c_o == 0))])
+        """Definition 2 on W2 (see ``metrics.are``)."""
+        return self._are(slice(0, self.n_w2), "the workload is empty")
+
+    def are_w1(self) -> float:
+        """Definition 2 on the W1 sets given to ``start``."""
+        return self._are(slice(self.n_w2, None), "W1 is empty (no frequent code)")
+
+    def _are(self, part: slice, empty: str) -> float:
+        queries, c_o, c_a = self.queries[part], self.c_o[part], self.c_a[part]
+        if not queries:
+            raise ParameterError("queries", empty)
+        if (c_o == 0).any():
+            bad = list(queries[int(np.argmax(c_o == 0))])
             raise ParameterError("queries", f"query {bad} matches no original record")
-        return float(np.mean(np.abs(self.c_a - self.c_o) / self.c_o))
+        return float(np.mean(np.abs(c_a - c_o) / c_o))
 
     def mre(self) -> np.ndarray:
-        """Definition 3 per constraint (see ``metrics.mre``)."""
-        m_o, m_a = self.m_o.astype(float), self.m_a.astype(float)
+        """Definition 3 per constraint of the policy (see ``metrics.mre``)."""
+        return self._mre(slice(0, self.n_policy))
+
+    def mre_single_codes(self) -> np.ndarray:
+        """Definition 3 per code of the vocabulary, as a one-code constraint."""
+        return self._mre(slice(self.n_policy, None))
+
+    def _mre(self, part: slice) -> np.ndarray:
+        m_o, m_a = self.m_o[part].astype(float), self.m_a[part].astype(float)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(m_o > 0, (m_o - m_a) / m_o, np.nan)
 
@@ -124,6 +154,44 @@ class BatchedUtility:
             raise ParameterError("records", f"code {codes[int(np.argmax(where < 0))]!r} is "
                                  "not in the vocabulary")
         return where.astype(np.int64)
+
+
+def frequent_sets(batches: Callable[[], Iterable[pd.DataFrame]], min_support_percent: float,
+                  max_len: int = 4) -> list[frozenset]:
+    """Every set of 1..``max_len`` codes held by at least
+    ``min_support_percent`` % of the records (FP-Growth's rule: support as a
+    fraction of the records, at least the threshold), by Apriori over
+    ``batches()`` (a fresh iterable of long tables, one per batch, each
+    patient in one batch): one pass per level, a level's candidates being
+    the sets whose every subset one code smaller is frequent."""
+    n_records, support = 0, {}
+    for part in batches():
+        rec = dm.as_records(part)
+        n_records += rec.n_records
+        for c, n in zip(rec.codes.tolist(), np.asarray((rec.matrix > 0).sum(axis=0)).ravel()):
+            support[c] = support.get(c, 0) + int(n)
+    threshold = float(min_support_percent) / 100
+
+    def frequent(counts: dict) -> list[tuple]:
+        return sorted(s for s, n in counts.items() if n_records and n / n_records >= threshold)
+
+    level = frequent({(c,): n for c, n in support.items()})
+    found = list(level)
+    for size in range(2, max_len + 1):
+        known = set(level)
+        candidates = sorted({tuple(sorted(set(a) | set(b))) for a, b in combinations(level, 2)
+                             if a[:-1] == b[:-1]})
+        candidates = [c for c in candidates
+                      if all(sub in known for sub in combinations(c, size - 1))]
+        if not candidates:
+            break
+        counts = np.zeros(len(candidates), dtype=np.int64)
+        for part in batches():
+            if len(part):
+                counts += dm.count(part, candidates)
+        level = frequent(dict(zip(candidates, counts.tolist())))
+        found += level
+    return [frozenset(s) for s in found]
 
 
 def sets_to_enumerate(patient_ids: pd.Series, size: int) -> int:

@@ -9,9 +9,10 @@ reconstructed by a combination of subrecords from the different chunks").
 Drawn uniformly, the assignment treats codes of different chunks as
 independent; real codes co-occur more than that, so pairs split across
 chunks come out under-counted (on MEPS 2005, W1 pairs ARE 0.19 against 0.006
-for single codes).  ``linking="association"`` (an option of ``reconstruct``,
-not its default: see there) picks instead the consistent assignment that
-puts together the codes the release shows co-occurring:
+for single codes).  ``linking="association"`` (``reconstruct``'s default
+since it answers counts of several codes best: see there) picks instead the
+consistent assignment that puts together the codes the release shows
+co-occurring:
 
 - the association of codes ``a`` and ``b`` is read from the release only, in
   the chunks whose domain holds both (record chunks and shared chunks, where
@@ -21,8 +22,16 @@ puts together the codes the release shows co-occurring:
   chunk (``n_a n_b / n`` summed over the chunks).  The ``+ 1`` keeps a pair
   seen once from outweighing a pair seen hundreds of times.  Never the
   original data: anyone holding the release computes the same figures.
-- an item-chunk code goes to the record of its cluster whose record-chunk
-  codes are most associated with it (the sum of the log-ratios);
+- an item-chunk code goes to a record of its cluster whose record-chunk
+  codes are most associated with it (the sum of the log-ratios); among
+  equally associated records (above all: when nothing is known, every
+  record) it is drawn by a Polya urn, in proportion to the codes the record
+  holds plus one, those of the urn included (``urn``).  Codes per record
+  are heavy-tailed and a cluster's hidden codes sit together on its longer
+  records; drawn uniformly they spread over more records and sections
+  matched by any of their codes come out over-counted.  Measured on MEPS
+  2005 at k = 5 (seeds 1-4): sections within 2.5% 79.2% -> 80.8% (10 draws
+  before), W1 ARE 0.050 -> 0.049, W2 0.318 -> 0.312;
 - a shared chunk's non-empty subrecords go to distinct records of the joint
   cluster, by the assignment (``scipy.optimize.linear_sum_assignment``) that
   maximises the summed association with the codes the records hold so far
@@ -93,6 +102,34 @@ def association(release: Disassociated, vocab: dict[str, int]) -> sp.csr_matrix:
     out.setdiag(0)
     out.eliminate_zeros()
     return out
+
+
+def urn(records: np.ndarray, held: np.ndarray, context: np.ndarray, counts: np.ndarray,
+        items: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Item codes onto a cluster's records: in a random order, each code goes
+    to ``counts`` distinct records among those most associated with it
+    (``context``, records x codes; all records when nothing is known), drawn
+    by a Polya urn, with probability proportional to the codes a record
+    holds (``held``, then those it got here) plus one.  Returns the (record,
+    code) pairs."""
+    weight = held.astype(float) + 1
+    rows, cols = [], []
+    for j in rng.permutation(len(items)):
+        n = int(min(counts[j], len(records)))
+        score = context[:, j]
+        chosen = np.zeros(0, dtype=np.int64)
+        for level in np.unique(score)[::-1]:  # best-associated records first
+            if len(chosen) == n:
+                break
+            pool = np.flatnonzero(score == level)
+            w = weight[pool]
+            take = min(n - len(chosen), len(pool))
+            chosen = np.r_[chosen, pool[rng.choice(len(pool), size=take, replace=False,
+                                                   p=w / w.sum())]]
+        weight[chosen] += 1
+        rows.append(records[chosen])
+        cols.append(np.full(n, items[j], dtype=np.int64))
+    return np.concatenate(rows), np.concatenate(cols)
 
 
 def best_records(context: np.ndarray, rng: np.random.Generator, count: int = 1,

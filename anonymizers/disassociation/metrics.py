@@ -54,6 +54,8 @@ MRE_BINS = (
     (">= 10%", 10.0, math.inf, True, False),
 )
 MAX_ENUMERATED = 20_000_000
+W1_SUPPORT_PERCENT = 0.625  # Section 6.4's lowest support, Fig. 17
+W1_MIN_RECORDS = 20  # on tiny inputs every set of a long record would be frequent
 
 
 def as_records(data) -> Records:
@@ -198,7 +200,19 @@ def w1_workload(data, rng: np.random.Generator, n_chains: int = 250, max_size: i
     """W1: chains of frequent itemsets of 1..``max_size`` codes (see module
     docstring); returns the distinct sets of each size."""
     found = frequent_itemsets(as_records(data), min_support_percent, max_len=max_size)
-    frequent = list(found["itemsets"])
+    return w1_chains(list(found["itemsets"]), rng, n_chains, max_size)
+
+
+def w1_support(n_records: int) -> float:
+    """W1's support in percent: ``W1_SUPPORT_PERCENT``, raised so that a
+    frequent itemset is held by at least ``W1_MIN_RECORDS`` records."""
+    return max(W1_SUPPORT_PERCENT, 100 * W1_MIN_RECORDS / max(n_records, 1))
+
+
+def w1_chains(frequent: Sequence[frozenset], rng: np.random.Generator, n_chains: int = 250,
+              max_size: int = 4) -> dict[int, list[tuple[str, ...]]]:
+    """W1 drawn from ``frequent`` (every frequent itemset of 1..``max_size``
+    codes, as frozensets of code strings; the order does not matter)."""
     children: dict[frozenset, list] = {}
     for s in frequent:
         for c in s:

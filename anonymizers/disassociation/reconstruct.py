@@ -7,18 +7,24 @@ recipient "can only assume that [the number of records holding an item-chunk
 code] ranges from 1 to |P_i|".  The paper gives no distribution.  Which records get the subrecords and
 item codes is ``linking``'s choice:
 
-- ``"random"`` (default): independent uniform permutations of every chunk's
+- ``"association"`` (default): the consistent assignment that puts
+  together the codes the release itself shows co-occurring (``linking``'s
+  module docstring; item codes by association, ties drawn by a Polya urn
+  over the records' code counts).  Of the two rules it is the one that answers COUNT
+  queries of several codes best, which is what a dataset drawn from a
+  disassociated release is for (Section 6, Fig. 17): on MEPS 2005 at
+  k = 5 (mean of 10 draws) W1 ARE 0.071 -> 0.050 and ICD-9 sections within
+  2.5% 76.9% -> 79.2%, W1 lower or equal at k = 2, 10 and 25, m = 3 and on
+  BMS-WebView-1; single codes cannot change (every rule puts an item code
+  on one record and a subrecord's codes on one record).  What it costs:
+  it concentrates codes on fewer records, so constraints matched by *any*
+  of their codes can lose (sections within 5% 93.7% -> 87.3% on the
+  section-policy release; within 2.5% at k = 2 and 10), W2 ARE 0.31 ->
+  0.32, and a draw takes 7-25 s on MEPS instead of about 1 s
+  (benchmarks/disassociation.md).
+- ``"random"``: independent uniform permutations of every chunk's
   subrecords onto the records of its (joint) cluster, item codes on records
   drawn uniformly: codes of different chunks come out independent.
-- ``"association"``: the consistent assignment that puts together the codes
-  the release itself shows co-occurring (``linking``'s module docstring).
-  It answers COUNT queries of several codes better (MEPS 2005, k = 5: W1
-  ARE 0.072 -> 0.050, ICD-9 sections within 2.5% 76.9% -> 80.5%; W1 lower
-  at k = 2, 10, 25, m = 3 and on BMS-WebView-1), but it concentrates codes
-  on fewer records, so constraints matched by *any* of their codes lose:
-  sections within 5% 93.7% -> 87.3% on the section-policy release, within
-  2.5% at k = 2 and 10, within 5% at k = 25; W2 ARE 0.31 -> 0.32.  Not better on every
-  figure, so not the default (benchmarks/disassociation.md).
 
 How many records get an item-chunk code is ``item_support``'s choice:
 
@@ -66,7 +72,7 @@ from anonymizers.pseudonyms import fresh
 ITEM_SUPPORT = ("one", "below_k", "cluster")
 DEFAULT_ITEM_SUPPORT = "one"
 LINKING = ("association", "random")
-DEFAULT_LINKING = "random"
+DEFAULT_LINKING = "association"
 
 
 def reconstruct(release: Disassociated, seed: int | None = None,
@@ -123,12 +129,14 @@ class _Placed:
         if not cluster.item_chunk:
             return
         items = np.array([self.vocab[c] for c in cluster.item_chunk], dtype=np.int64)
-        if self.assoc is None:
-            ctx, scale = np.zeros((cluster.size, len(items))), 1.0
-        else:
-            ctx, scale = self.context(records, self.assoc[:, items], since), lk.TIE_BREAK
         counts = rng.integers(1, count + 1, size=len(items))  # 1 when count is 1
-        who = lk.best_records(ctx, rng, min(count, cluster.size), scale)
+        if self.assoc is not None:
+            ctx = self.context(records, self.assoc[:, items], since)
+            self.add(*lk.urn(records, self.held(records, since), ctx, counts, items, rng),
+                     indexed=True)
+            return
+        who = lk.best_records(np.zeros((cluster.size, len(items))), rng,
+                              min(count, cluster.size), 1.0)
         take = np.arange(who.shape[0])[:, None] < counts[None, :]
         self.add(records[who[take]], np.broadcast_to(items, who.shape)[take], indexed=True)
 
@@ -148,6 +156,15 @@ class _Placed:
                                shape=(len(self.vocab), len(full)))
         ctx = self.context(members, self.assoc @ chosen, since)
         self.add(members[lk.best_assignment(ctx, rng)][which], cols, indexed=True)
+
+    def held(self, records: np.ndarray, since: int) -> np.ndarray:
+        """How many codes each of ``records`` (consecutive) holds among the
+        pairs added from index ``since`` on."""
+        if len(self.rec) <= since:
+            return np.zeros(len(records), dtype=np.int64)
+        at = np.concatenate(self.rec[since:]) - records[0]
+        at = at[(at >= 0) & (at < len(records))]
+        return np.bincount(at, minlength=len(records))
 
     def context(self, records: np.ndarray, weights, since: int) -> np.ndarray:
         """records x columns: summed association of the codes each of

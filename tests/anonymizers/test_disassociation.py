@@ -455,16 +455,19 @@ def _learned_and_unlinked(hidden_in_item_chunk: bool) -> Disassociated:
 @pytest.mark.parametrize("in_item_chunk", [True, False])
 def test_association_linking_puts_codes_the_release_shows_together(in_item_chunk):
     """Association linking places 'z' with 'a', as the release's own record
-    chunk shows them (linking module); random linking (the default) does not
+    chunk shows them (linking module, the default); random linking does not
     always."""
     release = _learned_and_unlinked(in_item_chunk)
     both = 3 if in_item_chunk else 4
     linked = [metrics.count(reconstruct(release, seed=s, linking="association"),
                             [("a", "z")])[0] for s in range(20)]
     assert linked == [both] * 20
-    drawn = [metrics.count(reconstruct(release, seed=s), [("a", "z")])[0] for s in range(20)]
+    drawn = [metrics.count(reconstruct(release, seed=s, linking="random"), [("a", "z")])[0]
+             for s in range(20)]
     assert min(drawn) < both
-    assert reconstruct(release, seed=0).attrs["linking"] == "random"
+    assert reconstruct(release, seed=0).attrs["linking"] == "association"
+    assert [metrics.count(reconstruct(release, seed=s), [("a", "z")])[0]
+            for s in range(20)] == linked
     with pytest.raises(ParameterError):
         reconstruct(release, seed=0, linking="best")
 

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from test_disassociation_batches import synthetic, with_window
 from test_disassociation_properties import cases
 
+from anonymizers import policies
 from anonymizers.disassociation import DisassociationConfig, TooFewRecords
 from anonymizers.disassociation import metrics as dm
-from anonymizers.disassociation.batch_utility import BatchedUtility, windows
+from anonymizers.disassociation.batch_utility import BatchedUtility, frequent_sets, windows
 from anonymizers.disassociation.batches import Stitcher, combine, plan, run_batch
 from anonymizers.disassociation.reconstruct import reconstruct
 from anonymizers.verify.disassociation import verify_disassociation
@@ -195,12 +196,31 @@ def test_batched_utility_is_the_whole_data_measure(seed, window, batch_size):
         u.pool(data[data["patient_id"].isin(ids)])
     queries = u.workload(np.random.default_rng(seed), 200)
     assert queries == dm.w2_workload(data, np.random.default_rng(seed), 200)
-    u.start(queries, policy)
+    batches = [data[data["patient_id"].isin(ids)] for ids, _ in frags]
+    frequent = frequent_sets(lambda: iter(batches), 10)
+    rng = np.random.default_rng(seed)
+    w1 = [q for qs in dm.w1_chains(frequent, rng, 30).values() for q in qs]
+    assert dm.w1_chains(frequent, np.random.default_rng(seed), 30) == \
+        dm.w1_workload(data, np.random.default_rng(seed), 30, min_support_percent=10)
+    u.start(queries, policy, w1)
     for ids, f in frags:
         u.add(data[data["patient_id"].isin(ids)], f.release, f.first, window, seed)
     drawn = by_window(p, frags, cfg, seed)
     assert u.are() == dm.are(data, drawn, queries)
+    assert u.are_w1() == dm.are(data, drawn, w1)
     np.testing.assert_array_equal(u.mre(), dm.mre(data, drawn, policy))
+    singles = [[c] for c in sorted(data["code"].unique())]
+    np.testing.assert_array_equal(u.mre_single_codes(), dm.mre(data, drawn, singles))
+
+
+@pytest.mark.parametrize("percent", [0.5, 3, 10, 40])
+def test_frequent_sets_by_batches_are_fp_growths(percent):
+    data = synthetic(400, 7)
+    ids = data["patient_id"].unique()
+    parts = [data[data["patient_id"].isin(ids[lo:lo + 70])] for lo in range(0, len(ids), 70)]
+    found = frequent_sets(lambda: iter(parts), percent, max_len=4)
+    expected = policies.frequent_itemsets(data, percent, max_len=4)["itemsets"]
+    assert len(found) == len(set(found)) and set(found) == set(expected)
 
 
 def test_batched_utility_does_not_depend_on_the_batching():

@@ -13,14 +13,14 @@ def test_small_benchmark_runs_and_verifies(datasets_dir):
     record = bench_disassociation.main(small=True)
     figures = record["figures"]
     assert figures["meps_unplaced_codes"] == ["-1", "-9"]
-    assert figures["reconstruction"] == "one" and figures["linking"] == "random"
+    assert figures["reconstruction"] == "one" and figures["linking"] == "association"
     for name in ("meps_k5_m2", "bms_k5_m2", "meps_k5_m2_section_policy"):
         run = figures[name]
         assert run["verifier_ok"], run["verifier_violations"]
         assert run["verifier_checked_sets"] > 0
         assert run["release"]["cluster_size_min"] >= 5
-        assert run["reconstruction"] == "one" and run["linking"] == "random"
-        assert run["utility"]["default"] == run["utility"]["one"]
+        assert run["reconstruction"] == "one" and run["linking"] == "association"
+        assert run["utility"]["default"] == run["utility"]["association"]
         # association linking changes which records hold codes, not how many
         assert run["utility"]["association"]["are_w1_size1"] == \
             pytest.approx(run["utility"]["one"]["are_w1_size1"])
