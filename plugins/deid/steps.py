@@ -119,13 +119,13 @@ def extract(run: Run, scope: str = "TRUE") -> dict:
 
 
 def _screening_policy(policy_version: str):
-    from anonymizers.claims import load_policy
+    """The bundled screening policy the release file names (ICD-9 or ICD-10)."""
+    from anonymizers.errors import InputError
 
-    policy = load_policy()
-    if policy.version != policy_version:
-        raise ValidationFailed(f"screening policy {policy_version!r} requested, the "
-                               f"repository has {policy.version!r}")
-    return policy
+    try:
+        return screening.load_policy(policy_version)
+    except InputError as exc:
+        raise ValidationFailed(str(exc)) from exc
 
 
 def screen_plan(run: Run, policy_version: str, batch_members: int,

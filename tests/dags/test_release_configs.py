@@ -215,3 +215,15 @@ def test_the_screening_step_screens_a_range_with_the_named_icd10_policy(tmp_path
         removed[name] = pq.read_table(tmp_path / "screen_removed.b0.parquet")[
             "member_id"].to_pylist()
     assert removed == {"hhp-2012-icd10-v1": ["A"], "hhp-2012-v1": ["B"]}
+
+
+def test_the_dag_screening_step_takes_the_policy_the_release_file_names():
+    """``steps.screen_plan``/``screen_batch`` go through ``_screening_policy``:
+    it returns the named ICD-10 policy (it used to accept ICD-9's only) and
+    fails the run for an unknown name."""
+    from deid import steps
+
+    for name in ("hhp-2012-v1", "hhp-2012-icd10-v1"):
+        assert steps._screening_policy(name).version == name
+    with pytest.raises(steps.ValidationFailed, match="unknown screening policy"):
+        steps._screening_policy("hhp-2099-v1")
