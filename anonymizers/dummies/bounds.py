@@ -59,7 +59,7 @@ def cluster_needs(freq: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.
 def any_profile_bound(freq: np.ndarray, labels: np.ndarray, duplicates: bool = False) -> float:
     """Least real ratio of a release whose dummies may take codes anywhere."""
     occ = float(freq.sum())
-    added = cluster_needs(freq, labels)[1].sum()
+    added = float(cluster_needs(freq, labels)[1].sum())  # a plain float for JSON metrics
     return 1.0 + max(added, occ if duplicates else 0.0) / occ
 
 

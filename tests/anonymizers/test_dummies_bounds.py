@@ -123,3 +123,10 @@ def test_merge_flag_must_be_a_bool():
     with pytest.raises(ParameterError) as err:
         ClusterConfig(2, merge_overflowing="yes")
     assert err.value.field == "merge_overflowing"
+
+
+def test_any_profile_bound_is_a_plain_float():
+    """The bound goes into JSON metrics (the audit row, xcom): a numpy scalar
+    showed as np.float64(...) in the task log."""
+    value = any_profile_bound(np.array([5, 3, 1]), np.array([0, 0, 1]))
+    assert type(value) is float and value == pytest.approx(1 + 1 / 9)
