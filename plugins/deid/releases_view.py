@@ -8,10 +8,9 @@ plugins/releases_plugin.py; every route requires an Airflow login."""
 
 from __future__ import annotations
 
-import html
-
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
+from markupsafe import Markup
 
 from deid import release_html as rh
 from deid import utility_summary as us
@@ -93,79 +92,67 @@ def _utility_text(run: dict) -> tuple[str, str]:
     return verdict.level, verdict.sentence
 
 
-def _details(run: dict) -> str:
-    e = html.escape
+def _details(run: dict) -> list[dict]:
+    """The run's parameters, its scope and each step's metrics, named in words."""
     metrics = run.get("metrics") or {}
-    sections = [(f"metrics: {name}", rh.named_table(v)) for name, v in metrics.items()
-                if isinstance(v, dict)]
-    record = [("scope used", f"<pre>{e(str(run['scope']))}</pre>")] if run.get("scope") else []
-    sections = [("params", rh.named_table(run.get("params") or {},
-                                          rh.param_label(run["method"]))),
-                *record, *sections]
-    return "".join(f"<details><summary>{e(name)}</summary>{body}</details>"
-                   for name, body in sections)
+    record = [{"name": "scope used", "pre": str(run["scope"])}] if run.get("scope") else []
+    return [{"name": "params", "rows": rh.named_rows(run.get("params") or {},
+                                                     rh.param_label(run["method"]))},
+            *record,
+            *({"name": f"metrics: {name}", "rows": rh.named_rows(v)}
+              for name, v in metrics.items() if isinstance(v, dict))]
+
+
+def _row_values(release: str, run: dict) -> dict:
+    """A run's row of the view, in words (``templates/releases.html`` marks it up)."""
+    level, utility = _utility_text(run)
+    overrides = run.get("overrides")
+    return {"ended": str(run["ended_at"])[:19], "run_id": run["run_id"], "method": run["method"],
+            "outcome": run["outcome"], "verdicts": _verdict_text(run),
+            "checked": rh.checked_against(run.get("checked_against")),
+            "utility_class": rh.UTILITY_CLASS[level], "level": level, "utility": utility,
+            "triggered": (rh.record_value("triggered_by", run["triggered_by"])
+                          if "triggered_by" in run else ""),
+            "overrides": None if overrides in (None, {}, []) else rh.value_text(overrides),
+            "rows": run.get("output_rows") or "", "details": _details(run),
+            "release": release,
+            "report": (run["report_path"].rsplit("/", 1)[-1]
+                       if run.get("report_path") else None)}
+
+
+def _view():
+    return rh.macros("releases.html")
 
 
 def _run_row(release: str, run: dict) -> str:
-    report = ""
-    if run.get("report_path"):
-        name = run["report_path"].rsplit("/", 1)[-1]
-        report = f"<a href='reports/{html.escape(release)}/{html.escape(name)}'>report</a>"
-    e = html.escape
-    level, utility = _utility_text(run)
-    triggered = e(rh.record_value("triggered_by", run["triggered_by"])) \
-        if "triggered_by" in run else ""
-    if run.get("overrides") not in (None, {}, []):
-        triggered += f"<br>overrides: <code>{e(rh.value_text(run['overrides']))}</code>"
-    return (f"<tr><td>{e(str(run['ended_at'])[:19])}</td><td>{e(run['run_id'])}</td>"
-            f"<td>{e(run['method'])}</td><td class='{e(run['outcome'])}'>{e(run['outcome'])}</td>"
-            f"<td>{e(_verdict_text(run))}</td>"
-            f"<td class='checked'>{rh.checked_against(run.get('checked_against'))}</td>"
-            f"<td class='{rh.UTILITY_CLASS[level]}'><b>{e(level)}</b>: {e(utility)}</td>"
-            f"<td>{triggered}</td><td>{run.get('output_rows') or ''}</td>"
-            f"<td>{_details(run)}</td><td>{report}</td></tr>")
+    return str(_view().run_row(_row_values(release, run)))
 
 
 def _broken_files(errors) -> str:
     """A red line per release file that was refused (it has no DAG): file,
     field and problem, so that one bad file is seen, not a missing release."""
-    if not errors:
-        return ""
-    lines = "".join(f"<li><code>{html.escape(path.name)}</code>, field <code>{html.escape(field)}"
-                    f"</code>: {html.escape(problem)}</li>" for path, field, problem in errors)
-    return (f"<section class='broken'><h2>Release files refused ({len(errors)})</h2><p>These "
-            f"files have no DAG until they are fixed; the other releases run.</p><ul>{lines}"
-            "</ul></section>")
+    return str(_view().broken_files([(path.name, field, problem)
+                                     for path, field, problem in errors or ()]))
+
+
+def _history_values(published: list[dict]) -> list[dict]:
+    return [{"published": str(p["published_at"])[:19], "run_id": p["run_id"],
+             "scope": str(p["scope"]), "fingerprint": p["fingerprint"][:16],
+             "checked": rh.checked_against(p["checked_against"]),
+             "parts": ", ".join(p["parts"] or [])} for p in published]
 
 
 def _history_table(published: list[dict]) -> str:
     """What was published: the releases an adversary may hold together."""
-    if not published:
-        return "<p>Nothing published yet.</p>"
-    e = html.escape
-    rows = "".join(
-        f"<tr><td>{e(str(p['published_at'])[:19])}</td><td>{e(p['run_id'])}</td>"
-        f"<td><code>{e(str(p['scope']))}</code></td><td><code>{e(p['fingerprint'][:16])}"
-        f"</code></td><td class='checked'>{rh.checked_against(p['checked_against'])}</td>"
-        f"<td>{e(', '.join(p['parts'] or []))}</td></tr>" for p in published)
-    return ("<table class='history'><tr><th>published</th><th>run</th><th>scope</th>"
-            "<th>fingerprint</th><th>checked against</th><th>kept for the next runs</th>"
-            "</tr>" + rows + "</table>")
+    return str(_view().history_table(_history_values(published)))
 
 
 def _release_section(rel) -> str:
     runs, published = recent_runs(rel.name)
-    head = (f"<section><h2>{html.escape(rel.name)}</h2><p>{html.escape(rel.description)}"
-            f"<br>method <b>{html.escape(rel.method)}</b>, schedule "
-            f"<code>{html.escape(str(rel.schedule))}</code>, table "
-            f"<code>release.{html.escape(rel.destination)}</code></p>")
-    if not runs:
-        return head + "<p>No run yet.</p></section>"
-    return (head + "<table class='runs'><tr><th>ended</th><th>run</th><th>method</th>"
-            "<th>outcome</th><th>privacy verdicts</th><th>checked against</th><th>utility</th>"
-            "<th>triggered by</th><th>rows</th><th>details</th><th></th></tr>"
-            + "".join(_run_row(rel.name, r) for r in runs) + "</table>"
-            "<h3>Release history</h3>" + _history_table(published) + "</section>")
+    return str(_view().release_section(
+        {"name": rel.name, "description": rel.description, "method": rel.method,
+         "schedule": str(rel.schedule), "destination": rel.destination},
+        [_row_values(rel.name, r) for r in runs], _history_values(published)))
 
 
 @app.get("/releases", response_class=HTMLResponse)
@@ -173,13 +160,9 @@ def releases_page() -> str:
     from deid.releases import load_all_with_errors
 
     releases, errors = load_all_with_errors()
-    parts = ["<h1>De-identified releases</h1>", _broken_files(errors)]
-    parts += [_release_section(rel) for rel in releases]
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>Releases</title><style>"
-            "body{font-family:sans-serif;margin:1em}td,th{border-bottom:1px solid #ddd;"
-            "padding:.3em;text-align:left;vertical-align:top}.loaded{color:#17692b}"
-            ".failed,.broken{color:#b00020}" + rh.STYLE + "</style></head><body>"
-            + "".join(parts) + "</body></html>")
+    return rh.render("releases.html",
+                     errors=[(path.name, field, problem) for path, field, problem in errors],
+                     sections=[Markup(_release_section(rel)) for rel in releases])
 
 
 @app.get("/reports/{release}/{name}")

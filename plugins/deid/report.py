@@ -11,18 +11,17 @@ aggregate figures go in: no identifier, no code tied to a patient.
 from __future__ import annotations
 
 import base64
-import html
 import io
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 from deid import release_html as rh
-from deid.paths import reports_root  # noqa: E402
-from deid.staging import safe_name  # noqa: E402
+from deid.paths import reports_root
+from deid.staging import safe_name
 from deid.utility_summary import property_words
 
 
@@ -73,34 +72,20 @@ def _without_record(values: dict) -> dict:
 
 def write_report(release: str, run_id: str, method: str, params: dict, metrics: dict,
                  verdicts: dict, figures: list[tuple[str, object]]) -> Path:
-    """The page: the privacy and the utility verdicts apart (with the
-    release's thresholds), the run record when there is one, the utility
-    figures beside the paper's (``deid.utility_summary``), the verdicts, the
-    plots, then every parameter and metric named in words."""
-    e = html.escape
-    record = params.get("run_record") or metrics.get("run_record")
-    parts = [f"<h1>Release {e(release)}</h1>",
-             f"<p>Run <code>{e(run_id)}</code>, method <b>{e(method)}</b>.</p>",
-             rh.headline(method, metrics, verdicts), rh.run_record(record),
-             "<h2>Utility beside the paper</h2>", rh.utility_table(method, metrics)]
-    levels = rh.levels_table(metrics)
-    if levels:
-        parts += ["<h2>Generalization levels (Tamersoy 2011, Figs. 13-14)</h2>", levels]
-    parts.append("<h2>Verdicts</h2><ul>")
-    parts += [f"<li class='{'ok' if good else 'bad'}'>{e(s)}</li>"
-              for good, s in verdict_sentences(verdicts)]
-    parts.append("</ul><h2>Figures</h2>")
-    for title, fig in figures:
-        parts.append(f"<figure><img alt='{e(title)}' "
-                     f"src='data:image/png;base64,{png(fig)}'>"
-                     f"<figcaption>{e(title)}</figcaption></figure>")
-    parts += ["<h2>Parameters</h2>",
-              rh.named_table(_without_record(params), rh.param_label(method)),
-              "<h2>Metrics</h2>", rh.named_table(_without_record(metrics))]
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>Release "
-            f"{e(release)}</title><style>body{{font-family:sans-serif;max-width:60em;"
-            "margin:2em auto}figure{margin:1em 0}" + rh.STYLE +
-            "</style></head><body>" + "\n".join(parts) + "</body></html>")
+    """The page (``templates/report.html``): the privacy and the utility
+    verdicts apart (with the release's thresholds), the run record when
+    there is one, the utility figures beside the paper's
+    (``deid.utility_summary``), the verdicts, the plots, then every
+    parameter and metric named in words."""
+    page = rh.render(
+        "report.html", release=release, run_id=run_id, method=method,
+        headline=rh.headline_values(method, metrics, verdicts),
+        record=rh.run_record_rows(params.get("run_record") or metrics.get("run_record")),
+        utility=rh.utility_rows(method, metrics), levels=rh.levels(metrics),
+        verdicts=verdict_sentences(verdicts),
+        figures=[(title, png(fig)) for title, fig in figures],
+        params=rh.named_rows(_without_record(params), rh.param_label(method)),
+        metrics=rh.named_rows(_without_record(metrics)))
     path = report_path(release, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page)

@@ -49,7 +49,7 @@ def test_runs_with_run_record_columns(cur):
     run, = fetch_runs(cur, "view_audit_test")
     assert (run["triggered_by"], run["overrides"]) == ("alice", {"k": 7})
     row = _run_row("view_audit_test", run)
-    assert "alice" in row and "overrides: <code>{&quot;k&quot;: 7}</code>" in row
+    assert "alice" in row and "overrides: <code>{&#34;k&#34;: 7}</code>" in row  # escaped
 
 
 def test_a_bad_release_file_is_a_red_line_and_the_others_are_listed(warehouse, tmp_path,
