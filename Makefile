@@ -14,8 +14,8 @@ export AIRFLOW__CORE__UNIT_TEST_MODE := False
 export AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL := 1
 export AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS := 15
 # no PYTHONPATH: the venv has the project installed (pyproject.toml: anonymizers,
-# deid and the console script `anonymizers`); recipes that import benchmarks or
-# tests run from $(ROOT)
+# deid and the console script `anonymizers`); recipes that import benchmarks,
+# tests or the development tools (tools/, not installed) run from $(ROOT)
 export PATH := $(BIN):$(PATH)
 export GX_ANALYTICS_ENABLED := False
 TEST_DEBS := /usr/bin/chromium /usr/bin/redis-server
@@ -42,7 +42,7 @@ $(AIRFLOW_HOME)/airflow.db: $(BIN)/activate
 ## CODE_SYSTEM=icd10cm: demo claims in ICD-10-CM (default icd9cm)
 CODE_SYSTEM ?= icd9cm
 demo: $(AIRFLOW_HOME)/airflow.db
-	$(BIN)/python -m deid.demo --code-system $(CODE_SYSTEM)
+	cd $(ROOT) && $(BIN)/python -m tools.demo --code-system $(CODE_SYSTEM)
 
 ## make test: the whole test suite (unit, property, warehouse, DAG, browser)
 test: $(TEST_DEBS) $(AIRFLOW_HOME)/airflow.db
@@ -66,7 +66,7 @@ $(TEST_DEBS): /usr/bin/%:
 
 ## make airflow: Airflow UI with the project's DAGs and the warehouse
 airflow: $(AIRFLOW_HOME)/airflow.db
-	$(BIN)/python -m deid.standalone
+	cd $(ROOT) && $(BIN)/python -m tools.standalone
 
 ## make bench: every benchmark, figures into benchmarks/RESULTS.md
 bench: venv

@@ -12,7 +12,7 @@ checked by the independent verifier (``anonymizers.verify.dummies``):
   chapter-like), so clusters mix frequencies and patients span them;
 - ``demo``: the demo warehouse's claims generated in-process
   (``anonymizers.synthetic``, 3,000 members, seed 2008, as
-  ``python -m deid.demo_data``), diagnosis codes per member as
+  ``python -m tools.demo_data``), diagnosis codes per member as
   sql/extract_claims.sql takes them, with the medco_codes release's
   parameters (A = 20, as many clusters as A allows, seed 20081).  HHP
   screening is not applied (it needs the warehouse);

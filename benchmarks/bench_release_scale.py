@@ -98,7 +98,7 @@ def setup_environment(spec: Spec) -> None:
 
 def ensure_warehouse(members: int, seed: int) -> dict:
     """Fill the source tables with ``members`` generated members (if needed)."""
-    from deid.demo_data import load_synthetic, source_counts
+    from tools.demo_data import load_synthetic, source_counts
     from deid.warehouse import ensure_schemas
 
     ensure_schemas()
@@ -288,7 +288,7 @@ def metadata_url(name: str) -> str:
 
 
 def airflow_run(spec: Spec, parallelism: int, conf: dict) -> dict:
-    from deid.airflow_server import standalone
+    from tools.airflow_server import standalone
 
     home = HOME / f"airflow_{spec.release}_p{parallelism}"
     env = {"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": metadata_url(home.name),

@@ -73,7 +73,7 @@ def warehouse():
 @pytest.fixture
 def empty_source(warehouse):
     """An empty source schema for a test that loads its own claims."""
-    from deid.demo_data import TABLES
+    from tools.demo_data import TABLES
 
     with warehouse.connect() as conn, conn.cursor() as cur:
         cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))

@@ -241,7 +241,7 @@ def test_runs_log_in_as_the_loader_and_only_the_init_job_as_owner():
     script = init["command"][-1]
     # the setup (again: it updates an older volume) before anything reads the warehouse
     assert script.index("python -m deid.admin_setup --loader deid_loader_login") < \
-        script.index("python -m deid.demo_data")
+        script.index("python -m tools.demo_data")
     initdb = [m.split(":")[0] for m in services["warehouse"]["volumes"]
               if "docker-entrypoint-initdb.d" in m]
     assert initdb == ["./sql/source_schema.sql", "./sql/release_schema.sql", "./sql/roles.sql",

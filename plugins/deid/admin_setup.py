@@ -24,11 +24,13 @@ import sys
 
 from psycopg2 import sql
 
-from deid.demo_data import TABLES as SOURCE_TABLES
 from deid.paths import sql_text
 from deid.warehouse import connect
 
 SETUP_FILES = ("source_schema.sql", "release_schema.sql", "roles.sql")
+# the DE-SynPUF tables of sql/source_schema.sql that a run reads
+SOURCE_TABLES = ("beneficiary_summary", "inpatient_claims", "outpatient_claims",
+                 "carrier_claims")
 SCHEMAS = ("source", "release", "release_build", "restricted", "audit")
 # what a run does: (schema or schema.table, privileges)
 NEEDS = (*((s, ("USAGE",)) for s in SCHEMAS),

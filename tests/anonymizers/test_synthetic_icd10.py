@@ -180,7 +180,7 @@ def test_code_counts_on_icd10_categories():
 
 @pytest.mark.warehouse
 def test_demo_loads_the_code_system_asked_for(empty_source, monkeypatch):
-    from deid import demo, demo_data
+    from tools import demo, demo_data
 
     monkeypatch.setattr(demo, "DEMO_MEMBERS", 40)
     counts = demo.ensure_demo_data("icd10cm")

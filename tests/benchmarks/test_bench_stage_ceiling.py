@@ -81,7 +81,7 @@ def test_other_children_of_the_process_are_left_alone(monkeypatch):
 @pytest.mark.warehouse
 def test_children_screen_every_range_as_one_process_does(empty_source, monkeypatch):
     from deid import staging, steps
-    from deid.demo_data import load_synthetic
+    from tools.demo_data import load_synthetic
 
     load_synthetic(n_members=150, seed=3)
     reference = steps.Run("stage_ceiling_reference", "r1")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from deid import staging
-from deid.demo_data import load_synthetic
+from tools.demo_data import load_synthetic
 from deid.methods import METRICS
 from deid.secret import key_fingerprint
 
@@ -68,7 +68,7 @@ def _measured(method: str, metrics: dict) -> None:
 
 @pytest.fixture(scope="module")
 def source_ids(warehouse):
-    from deid.demo_data import TABLES
+    from tools.demo_data import TABLES
 
     with warehouse.connect() as conn, conn.cursor() as cur:
         cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))

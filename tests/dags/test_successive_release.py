@@ -29,7 +29,7 @@ import pandas as pd
 
 import pytest
 from deid import history, staging, steps
-from deid.demo_data import TABLES, load_synthetic
+from tools.demo_data import TABLES, load_synthetic
 
 from tests.dags.release_copies import TEST_POLICY, forget_history, write_copies
 

@@ -9,7 +9,7 @@ import os
 import pytest
 import yaml
 from deid import staging
-from deid.demo_data import load_synthetic
+from tools.demo_data import load_synthetic
 
 from tests.dags.release_copies import write_copies
 

@@ -19,7 +19,7 @@ import psutil
 import pytest
 from deid import admin_setup
 from deid import warehouse as wh
-from deid.demo_data import load_synthetic
+from tools.demo_data import load_synthetic
 
 from tests.dags.release_copies import write_copies
 

@@ -34,7 +34,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from deid.airflow_server import AirflowServer, free_port
+from tools.airflow_server import AirflowServer, free_port
 from deid.paths import ROOT
 
 #: the environment variable that names a worker to ``worker_hostname``
@@ -150,7 +150,7 @@ def _redis_ping(port: int) -> bool:
 def airflow_env(home: Path, metadata: str, broker: str, port: int, extra: dict) -> dict:
     """The environment every Airflow process of the stack shares: one
     AIRFLOW_HOME, metadata database, broker, API address and JWT secret."""
-    from deid.standalone import environment, login
+    from tools.standalone import environment, login
 
     login()  # the users' password file, which the API server reads
     env = environment()  # the auth users, heartbeats, token key
@@ -229,6 +229,6 @@ def keep_logs(name: str, *folders: Path) -> None:
 
 
 def server(url: str, home: Path) -> AirflowServer:
-    from deid.standalone import login
+    from tools.standalone import login
 
     return AirflowServer(url, *login(), home)

@@ -95,7 +95,7 @@ def _start_services(processes, env: dict, url: str, home):
 @pytest.mark.timeout(900)
 def test_celery_workers_release_what_local_executor_releases(empty_source, release_dir, metadata,
                                                             tmp_path):
-    from deid.demo_data import load_synthetic
+    from tools.demo_data import load_synthetic
 
     load_synthetic(MEMBERS, SEED)
     clock = Clock()

@@ -7,7 +7,7 @@ import stat
 import pandas as pd
 import pytest
 from deid import staging
-from deid.demo_data import load_synthetic
+from tools.demo_data import load_synthetic
 from deid.extract import extract_to_parquet
 
 from anonymizers.errors import InputError

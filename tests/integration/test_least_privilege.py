@@ -26,7 +26,7 @@ def logins(warehouse):
     """Two fresh logins, given their roles by the owner's setup."""
     if not warehouse.is_embedded():
         pytest.skip("creates logins without a password: embedded warehouse only")
-    from deid.demo_data import TABLES, load_synthetic
+    from tools.demo_data import TABLES, load_synthetic
 
     with warehouse.connect() as conn, conn.cursor() as cur:
         cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))

@@ -33,7 +33,7 @@ def test_ranges_cover_every_member_once_and_respect_the_task_cap(monkeypatch):
 
 
 def test_each_range_gets_all_the_claims_of_its_members(empty_source):
-    from deid.demo_data import load_synthetic
+    from tools.demo_data import load_synthetic
     from deid.extract import extract_claims_table, extract_to_parquet
 
     load_synthetic(n_members=150, seed=3)

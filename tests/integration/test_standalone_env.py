@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deid import standalone
+from tools import standalone
 
 
 def test_worker_slots_free_within_a_second_unless_configured(monkeypatch, tmp_path):

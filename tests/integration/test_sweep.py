@@ -39,7 +39,7 @@ def medco_source(empty_source):
     """300 synthetic members, which the tests' medco copy (k 3) releases; no
     open run of the release before or after (a scheduled run's id comes again
     in each test's Airflow, and its prepare would find an earlier test's row open)."""
-    from deid.demo_data import load_synthetic
+    from tools.demo_data import load_synthetic
 
     load_synthetic(n_members=300, seed=5)
     _close_left_over()
@@ -59,7 +59,7 @@ def airflow(tmp_path: Path, name: str):
     """A standalone Airflow on the tests' release copies and warehouse,
     retrying a failed task after 1 s and beating every BEAT s; stopped (its
     process group killed) whatever happens, its log kept in test-artifacts."""
-    from deid.airflow_server import standalone
+    from tools.airflow_server import standalone
 
     releases = write_copies(tmp_path / "releases", {RELEASE: {"k": 3, "min_anonymity_set": 5}})
     env = {"DEID_RELEASES_DIR": str(releases), "DEID_RETRY_DELAY_SECONDS": "1",

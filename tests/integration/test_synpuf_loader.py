@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 
 import pytest
-from deid.demo_data import source_counts
+from tools.demo_data import source_counts
 from deid.synpuf_loader import load_files
 
 from anonymizers.errors import InputError

@@ -87,7 +87,7 @@ def _columns_holding(cur, needles: list[str]) -> list[str]:
 def test_after_a_medco_run_no_column_holds_the_key_and_the_fingerprint_is_there(
         warehouse, tmp_path, monkeypatch):
     from airflow.dag_processing.dagbag import DagBag
-    from deid.demo_data import TABLES, load_synthetic
+    from tools.demo_data import TABLES, load_synthetic
 
     with warehouse.connect() as conn, conn.cursor() as cur:
         cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from deid.airflow_server import AirflowServer, standalone  # noqa: F401 - AirflowServer for type hints
+from tools.airflow_server import AirflowServer, standalone  # noqa: F401 - AirflowServer for type hints
 
 from tests.dags.release_copies import write_copies
 

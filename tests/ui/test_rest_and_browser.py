@@ -18,7 +18,7 @@ CHROMIUM = "/usr/bin/chromium"
 
 @pytest.fixture(scope="module")
 def rest_run(airflow_server, warehouse):
-    from deid.demo_data import load_synthetic
+    from tools.demo_data import load_synthetic
 
     load_synthetic(n_members=300, seed=5, replace=True)  # whatever earlier tests left
     token = airflow_server.token()

@@ -25,7 +25,7 @@ def login() -> tuple[str, str]:
 
 
 def environment() -> dict:
-    from deid.demo import token_key
+    from tools.demo import token_key
 
     env = dict(os.environ)
     env.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", token_key())
@@ -49,7 +49,7 @@ def environment() -> dict:
 
 
 def main() -> int:
-    from deid.demo import ensure_demo_data
+    from tools.demo import ensure_demo_data
 
     print(f"warehouse source tables: {ensure_demo_data()}")
     user, password = login()

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from anonymizers.synthetic import SyntheticConfig, generate
+from deid.admin_setup import SOURCE_TABLES as TABLES
 from deid.pgcopy import copy_frame
 from deid.warehouse import connect, ensure_schemas
-
-TABLES = ("beneficiary_summary", "inpatient_claims", "outpatient_claims", "carrier_claims")
 
 
 def source_counts() -> dict[str, int]:
@@ -62,7 +61,7 @@ def load_synthetic(n_members: int, seed: int, replace: bool = False,
 def main(argv=None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m deid.demo_data", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.demo_data", description=__doc__)
     parser.add_argument("--members", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=2008)
     parser.add_argument("--if-empty", action="store_true",

@@ -32,7 +32,8 @@ def ensure_demo_data(code_system: str = "icd9cm") -> dict:
     Source claims that are all of the other code system are replaced by the
     demo's (the demo runs on the project-local warehouse); claims whose
     system cannot be told (``demo_data.source_code_system``) are kept."""
-    from deid import demo_data, warehouse
+    from deid import warehouse
+    from tools import demo_data
 
     warehouse.ensure_schemas()
     counts = demo_data.source_counts()
@@ -80,7 +81,7 @@ def summary(release: str = "medco_codes") -> dict:
 def main(argv=None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m deid.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.demo", description=__doc__)
     parser.add_argument("--code-system", choices=["icd9cm", "icd10cm"], default="icd9cm",
                         help="diagnosis code system of the demo claims (default icd9cm)")
     args = parser.parse_args(argv)

@@ -88,7 +88,7 @@ class AirflowServer:
 
 @contextmanager
 def standalone(home: Path, env: dict | None = None, keep_log: Path | None = None):
-    """Start ``python -m deid.standalone`` (``airflow standalone``) with
+    """Start ``python -m tools.standalone`` (``airflow standalone``) with
     ``AIRFLOW_HOME=home`` on a free port; yield an ``AirflowServer``; stop it,
     and copy its log to ``keep_log`` (when given) whatever happened."""
     home.mkdir(parents=True, exist_ok=True)
@@ -100,13 +100,13 @@ def standalone(home: Path, env: dict | None = None, keep_log: Path | None = None
                    capture_output=True, timeout=300)
     log_path = home / "standalone.log"
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "deid.standalone"], env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "tools.standalone"], env=env,
                                 stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, cwd=ROOT)
         try:
             url = f"http://127.0.0.1:{port}"
             _wait_until_up(url, proc, log_path)
-            from deid.standalone import login
+            from tools.standalone import login
 
             yield AirflowServer(url, *login(), home)
         finally:
