@@ -1,60 +1,6 @@
-"""PPE: privacy-policy extraction (Loukides, Gkoulalas-Divanis & Malin, PNAS
-2010, Supporting Information, "Pseudocode for PPE and UGACLIP", Algorithm 1).
-
-A *privacy policy* is a list of *privacy constraints*, each a set of codes an
-attacker may know about a patient.  PPE builds one from the data itself:
-
-1. apply a filter F to the database D to get a dataset 𝒟 of *filtered
-   records* (sets of codes): ``single-visit`` (f1) gives one record per patient
-   and visit, ``all-visits`` (f2) one record per patient (all their codes);
-2. sort 𝒟 by record size, largest first (Alg. 1 line 2);
-3. for each remaining record r_i: discard every later record r_j whose codes
-   are all contained in r_i (lines 4-8, *rule 1*); then discard r_i itself if
-   at least k records already hold its codes (lines 9-10, *rule 2*);
-4. return one constraint per remaining record (line 13).
-
-Readings of the text chosen here (the SI is machine-extracted and terse):
-
-* Line 5 is garbled ("all ICD codes of r_i that are contained in r_i").  The
-  prose says PPE keeps the sets "which, when protected, will also lead to the
-  protection of all their subsets (including those captured by the deleted
-  records)", so the deleted r_j is the *subset*: r_j ⊆ r_i.  (The sentence
-  "deletes a record that is a superset of another" contradicts the rest of the
-  paragraph and is read as a slip.)
-* Rule 2 counts support in the data *before* any record was discarded: in
-  the shrinking 𝒟 every surviving r_i is held by itself alone (rule 1 has
-  already removed its subsets, and its supersets come earlier and would have
-  removed it), so counting there would make line 9 dead code.
-* Support counts **patients**, under both filters: sup(r) is the number of
-  patients whose record in D (all their codes, the record UGACLIP releases)
-  contains r.  The paper words line 9 as "at least k records of 𝒟", which under
-  f1 are visits; but its own gloss is that the combination is "already
-  protected in D", and a constraint is protected when k released *patient*
-  records match it.  The attacker of the single-visit case knows the codes of
-  one visit and matches them against the released patient records: two visits
-  of one patient with the same codes hide nobody, and a combination another
-  patient has spread over two visits does match that patient.  Counting visits
-  would therefore drop constraints that are not protected (a patient with k
-  identical visits), which breaks the guarantee; counting patients is what the
-  attacker sees.  Under f2 records are patients, so both readings agree.
-
-What the loop computes (used by the fast implementation below, and checked
-against a literal transcription of the loop in the tests): a record survives
-rule 1 iff no record earlier in the sorted order contains it, i.e. it is the
-first copy of a *maximal* record (contained in no strictly larger record);
-rule 2 then keeps the maximal records with sup < k.  Records of equal size may
-come in any order; the result does not depend on it.  Support is monotone
-(sup(r) >= sup(r') for r ⊆ r'), so every filtered record with sup < k lies
-in some constraint, and every discarded one with sup >= k needs none.
-
-Performance: codes are encoded once (by hashing: sorting 11.7M code strings
-with np.unique alone took longer than the rest); containment counts use
-posting lists of the rarest code of each query record, drop candidates that
-lack its second-rarest code, then check the rest with vectorised membership
-look-ups on the sparse matrix (``_containment_counts``), not pairwise set
-comparisons.  On the 111,083 patients (11.7M code rows) of the 113k-member
-warehouse, all-visits: 187 s before these two changes, 48.6 s after.
-"""
+"""PPE: privacy-policy extraction (Loukides, Gkoulalas-Divanis & Malin, PNAS 2010, SI,
+Algorithm 1): maximal filtered records held by fewer than k patients become the constraints.
+Readings chosen and why: docs/methods/ppe.md#ppe."""
 
 from __future__ import annotations
 

@@ -1,48 +1,6 @@
-"""GCCens: Greedy Code Censoring of repeated codes under k-map.
-
-Tamersoy 2011, Chapter III: the sample ``S`` is released as ``Y`` such that
-each released multiset is contained in at least ``k`` records of the
-population ``P`` (k-map, III.5), by censoring (removing) copies of codes.
-
-Algorithm 1, as implemented here:
-
-1. ``Y <- preprocess(S)``: every code is cut down to its cap in every record.
-2. While some record of ``Y`` has ``dis < k``: for each code ``d_m`` let
-   ``r_m`` be the records holding ``d_m`` exactly ``c_m`` times; pick
-   ``o = argmin |r_f|``; remove one copy of ``d_o`` from every record of
-   ``r_o``; decrement ``c_o``.
-
-Readings we had to choose (each checked against Example 1 / Figure 1):
-
-- ``dis`` compares counts with ``>=`` (multiset containment, III.4); Example 1's
-  ``dis(D_3) = 1`` does not fit that definition (see ``index``), Figure 1c does.
-- Codes whose cap is 0 are not candidates of step 11.  Read literally,
-  "``d_m`` appears 0 times" holds for every record without ``d_m`` and the
-  cap would go negative; such codes have nothing left to censor.
-- Ties of step 11 go to the first code in sorted (string) order, the order in
-  which the thesis lists ``U`` and ``C``; Example 1 picks 250 over 272 and
-  724, then 272 over 724, as this rule does.  (III.6 says the choice
-  minimises the CUL sum; step 11 is what it computes, so we follow step 11.)
-- A code whose cap exceeds every count in ``Y`` has ``|r| = 0``, so step 11
-  picks it first, censors nothing and lowers its cap.  Those iterations all
-  come before any real censoring and leave ``Y`` unchanged, so we do them in
-  one go (caps := per-code maxima of ``Y``) and count them in
-  ``metrics['cap_only_iterations']``.  Caps are then never above the maxima,
-  so every later iteration censors at least one copy.
-- When ``dis >= k`` holds after step 1, the loop never runs and the caps are
-  returned unchanged.
-- k-map is reachable only when ``k <= |P|`` (an empty record is contained in
-  all ``|P|`` records); a larger ``k`` raises ParameterError.  Otherwise the
-  loop ends with k-map: every iteration lowers a cap, and all-zero caps leave
-  only empty records.
-- The sample must be drawn from the population (III.2); this is validated
-  (see ``check_sample_in_population``).
-- CUL (III.6) is measured against the capped record ``preprocess(s)``: Table 2
-  reports more censoring for larger caps and Table 1 a mean CUL of 0.046 with
-  caps of 3 although sample records hold 4.4 copies of 401 on average, which
-  only fits a CUL that does not count the censoring of step 1.  ``cul_total``
-  (against the original record, step 1 included) is returned too.
-"""
+"""GCCens: Greedy Code Censoring of repeated codes under k-map (Tamersoy 2011, Chapter III,
+Algorithm 1): codes capped, then censored one copy at a time until every record is k-mapped.
+Readings chosen and why: docs/methods/gccens.md#censoring-gccens."""
 
 from __future__ import annotations
 
@@ -83,7 +41,7 @@ class GCCensResult:
     table ``patient_id, code, count`` (count >= 1) of their codes.
     ``final_caps`` maps each code of the sample (and each extra code of a cap
     mapping) to its cap when GCCens stopped.  ``cul`` and ``cul_total`` are
-    aligned with ``patients`` (see the module docstring).  ``steps`` lists the
+    aligned with ``patients`` (see docs/methods/gccens.md#censoring-gccens).  ``steps`` lists the
     censoring iterations in order.
 
     ``metrics``: ``k``, ``n_records``, ``n_population``; ``cul_mean``,

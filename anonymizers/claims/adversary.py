@@ -1,25 +1,6 @@
-"""The power of the adversary (El Emam et al. 2012, appendix section 4).
-
-For member i and claim quasi-identifier h:
-
-- the Simpson index of the member's values (4.1),
-  ``D = sum_k n_k (n_k - 1) / (N (N - 1))``, with D = 1 when N = 1;
-- the diversity ``pi_ih = 1 - D`` (4.2);
-- ``eta_i``, the member's number of claims, capped at the mean plus two
-  standard deviations over members (population standard deviation, ddof=0);
-- equation (1): ``p_ih = [(p_m - 1) / max_i(eta_i / pi_ih) * eta_i / pi_ih + 1]``,
-  the maximum taken over members with ``pi_ih > 0``; a member with
-  ``pi_ih = 0`` gets the maximum ratio (so p = p_m), and when no member has
-  diversity every p is p_m.
-
-Readings chosen (the paper does not say):
-
-- the bracket of equation (1) is rounding to the nearest integer, halves
-  up (``HHPConfig.p_rounding`` offers 'ceil' and 'floor' too);
-- 4.1's worked example prints ``3(2)/6(5)`` three times, which sums to 0.6,
-  not the stated 0.27: the terms are ``3(2)/6(5) + 1(0)/6(5) + 2(1)/6(5)
-  = 8/30 = 0.267``, the formula applied to n = (3, 1, 2).
-"""
+"""The power of the adversary (El Emam et al. 2012, appendix section 4): Simpson-index diversity,
+claim counts capped at mean + 2 sd, and equation (1)'s p_ih.
+Readings chosen and why: docs/methods/hhp.md#claims-adversary."""
 
 from __future__ import annotations
 

@@ -1,31 +1,6 @@
-"""Generalization hierarchies of the quasi-identifiers, read from
-``anonymizers/data/hhp/hierarchies.yaml`` and the grouping files it names
-(El Emam et al. 2012, appendix sections 7-10; only global recoding is used,
-section 11).
-
-Grouping rules, as the files are read:
-
-- ``icd9_ranges`` (``icd9_pcg.csv``): a row ``group, first, last`` covers
-  the undotted codes whose prefix of ``len(first)`` characters lies in
-  [first, last] (same kind: digits, V or E).  When several rows cover a
-  code, the longest prefix wins, then the narrowest range ('4292' beats
-  '429', '036-038' beats '001-139'); a tie between groups is a file error.
-- ``icd10_prefixes`` (``icd10_pcg.csv``, policy ``hhp-2012-icd10-v1``): a
-  row ``prefix, group`` covers the undotted ICD-10-CM codes starting with
-  ``prefix``; the longest prefix wins (the generated file has no nesting).
-- ``numeric_ranges`` (``cpt_groups.csv``): five-digit codes whose value lies
-  in [first, last]; ``column`` picks the label (``group`` or ``section``).
-- ``code_table`` (place of service, specialty): exact keys, compared
-  upper-case (one digit padded to two).
-
-A code in no group gets the level's ``fallback`` label (OTHER), an empty value
-the ``missing`` label (NONE); both are counted by ``Encoding.fallback``.
-
-A hierarchy file may name another in ``extends`` (same folder): its ``qis``
-are those of that file, replaced one by one by its own.  ``load_hierarchies``
-takes a path or a policy name of ``NAMED`` (``hhp-2012-v1`` for ICD-9-CM,
-``hhp-2012-icd10-v1`` for ICD-10-CM).
-"""
+"""Generalization hierarchies of the quasi-identifiers (El Emam et al. 2012, appendix sections
+7-10), read from ``anonymizers/data/hhp/hierarchies.yaml`` and the grouping files it names.
+Readings chosen and why: docs/methods/hhp.md#claims-groupings."""
 
 from __future__ import annotations
 

@@ -1,40 +1,6 @@
-"""The generalization lattice and its search (El Emam et al. 2012, appendix
-section 5; the search follows the paper's reference [13], El Emam et al.
-2009, in keeping only candidate nodes and choosing the least information
-loss, with monotonicity pruning).
-
-A node is one level per quasi-identifier (claim QIs first, then member QIs,
-in ``Prepared.qis`` order).  Node a is below node b when every level of a is
-at most that of b.
-
-Information loss (our definition; the appendix names none): the normalized
-non-uniform entropy loss.  For quasi-identifier h at level l,
-``IL_h(l) = 1 - H_l / H_0``, where H_l is the entropy of the distribution of
-h's labels at level l (over claims for a claim QI, over members for a member
-QI; on the screened data before truncation) and H_0 that at level 0
-(IL_h = 0 when H_0 = 0: a constant QI loses nothing).  A node's IL is the
-mean over quasi-identifiers, in [0, 1]: 0 at the bottom, 1 at the top when
-every QI varies.  Because every level is a function of
-the level below, H_l never increases with l and IL is monotone on the
-lattice.
-
-Search: (1) evaluate the top node; if it fails, no node is released.
-(2) Greedy descent: from the current candidate, evaluate its children (one
-level lower on one QI) in increasing IL and move to the first candidate,
-until no child is a candidate.  (3) Completion: take the least-IL node that is
-neither evaluated nor pruned and has less IL than the incumbent, climb from
-it (one level up at a time, least IL increase first) as long as the IL stays
-below the incumbent's, and evaluate the node reached: if it fails, its whole
-down-set is pruned; if it passes, it is the new incumbent and the greedy
-descent resumes from it.  When no such node is left, the incumbent has the
-least IL of all candidates (under the monotonicity assumption).  Monotonicity pruning: a node below a failed node is taken to fail
-and is not evaluated.  This is the usual assumption of lattice search; here
-it is not a theorem, because p (section 4) depends on the node's
-generalization, so it may cost optimality, never privacy: only an evaluated
-node that met the threshold is ever chosen.  ``max_evaluations`` bounds the
-number of evaluated nodes; when it stops phase 3 early the result says
-``complete = False`` and keeps the incumbent.
-"""
+"""The generalization lattice and its search (El Emam et al. 2012, appendix section 5; ref. [13]):
+entropy information loss, greedy descent then completion, monotonicity pruning.
+Readings chosen and why: docs/methods/hhp.md#claims-lattice."""
 
 from __future__ import annotations
 
@@ -118,7 +84,7 @@ class SearchResult:
 
 def search(lattice: Lattice, evaluate: Callable[[tuple[int, ...]], NodeRisk],
            max_evaluations: int) -> SearchResult:
-    """Least-IL candidate node (module docstring)."""
+    """Least-IL candidate node (docs/methods/hhp.md#claims-lattice)."""
     nodes, loss = lattice.nodes, lattice.loss
     rank = np.lexsort((np.arange(len(nodes)), nodes.sum(axis=1), loss))
     known: dict[int, NodeRisk] = {}

@@ -1,18 +1,6 @@
-"""Marketer re-identification risk (El Emam et al. 2012, appendix section 6).
-
-With population equivalence classes of sizes F_j (N = sum F_j) and a sample
-of n records drawn without replacement, the expected proportion of sample
-records a marketer matches correctly is estimated by equation (2):
-
-    theta_hat = 1/N * sum_j (1 - prod_{i=0}^{F_j - 1} (1 - n / (N - i))),
-
-the product being P(f_j = 0) = C(N - F_j, n) / C(N, n).  The printed last
-line of (2) has the same product above and below the fraction bar (a garble
-that would make every term 0); the line before it fixes the reading used
-here.  The product is summed in log space, ``log1p(-n / (N - i))``, with
-one cumulative sum shared by all classes: no factorials, no overflow.  A
-factor with N - i <= n is 0 (a class larger than N - n is always sampled).
-"""
+"""Marketer re-identification risk (El Emam et al. 2012, appendix section 6, equation (2)),
+summed in log space.
+Readings chosen and why: docs/methods/hhp.md#claims-marketer."""
 
 from __future__ import annotations
 

@@ -1,32 +1,6 @@
-"""The lattice search split into parts that can run apart (El Emam et al.
-2012, appendix section 5; the search itself is ``lattice.search``).
-
-The lattice is cut by the levels of one quasi-identifier, the *split QI*:
-part l holds every node whose split-QI level is l.  Each part is itself a
-product lattice (the split QI fixed, every other QI free), so ``search``
-runs on it unchanged, and the release takes the best candidate over the
-parts: least information loss, then fewest levels, then lattice index (the
-order ``search`` ranks nodes in).  Under the monotonicity assumption the
-search already makes, each part's search returns the part's least-loss
-candidate, so the best over the parts is the least-loss candidate of the
-whole lattice: the same node a single search finds.
-
-Why a fixed cut rather than one adaptive search: the search decides each
-node from the last one, which no static task graph can spread over workers,
-while the parts are independent.  The cut depends only on the lattice
-(``split_qi``), never on how many parts a worker takes, so the release does
-not depend on how the parts are grouped into tasks; each node's random
-stream is seeded by its levels, so a node's risk is the same in any task.
-
-Cost: the parts evaluate more nodes than one search, since each descends
-from its own top with no incumbent from the others.  On 20,000 generator
-members (9 QIs, 19,200 nodes) one search evaluated 122 nodes and the five
-DSFC parts 147 (1.2x); at 113,000 members 75 and 118 (1.6x); the same node
-both times.  Cutting by other QIs cost 160-306 at 20,000, and by two QIs
-228-298: DSFC, the finest claim QI, is the cut (``SPLIT_QI``); without it,
-the used QI with the most levels.  ``max_evaluations`` bounds each part's
-search.
-"""
+"""The lattice search split into parts that run apart (El Emam et al. 2012, appendix section 5):
+one part per level of the split QI (DSFC); the best over the parts is the single search's node.
+Readings chosen and why: docs/methods/hhp.md#claims-partition."""
 
 from __future__ import annotations
 
@@ -54,7 +28,7 @@ class PartResult:
 
 
 def split_qi(lattice: Lattice) -> int:
-    """Index of the QI the lattice is cut by (module docstring)."""
+    """Index of the QI the lattice is cut by (docs/methods/hhp.md#claims-partition)."""
     if SPLIT_QI in lattice.names:
         return lattice.names.index(SPLIT_QI)
     sizes = [len(v) for v in lattice.level_names]

@@ -1,43 +1,6 @@
-"""Re-identification risk of one lattice node (El Emam et al. 2012, appendix
-section 5), by the paper's sampling experiment.
-
-1. Generalize the data to the node (data set D).
-2. For each claim quasi-identifier h and member i compute p_ih on D, before
-   truncation (``adversary``).
-3. Truncate (``truncation``; the score uses the node's labels): data set D'.
-4. Repeat up to ``max_iterations`` times: draw ``sample_size`` members with
-   replacement; for each drawn member and claim quasi-identifier, sample
-   min(p_ih, eta) of the member's claims in D without replacement (the
-   "inexact knowledge" assumption: each quasi-identifier is sampled on its
-   own) and take their values.  If the member's own D' does not hold the
-   sampled values the member is low risk (the knowledge was truncated away);
-   otherwise the equivalence class is the set of members of D' that hold
-   every sampled value, with multiplicity, and have the member's values of
-   the member quasi-identifiers (age, sex, claims per member: the patients'
-   table the adversary is assumed to know, section 4).  A class smaller
-   than ``k`` flags the member high risk.  The iteration's proportion of
-   high-risk members is one observation.
-5. The node's risk is the mean proportion; it is a candidate when the risk is
-   at most ``max_sup``.
-
-Stopping rule: after at least ``min_iterations`` iterations, stop as soon as
-the 95% confidence interval of the mean proportion (normal, 1.96 s / sqrt(m)
-over the iterations' proportions) is within +-``ci_halfwidth``.  With 10,000
-members per iteration the per-iteration standard error of a proportion near
-0.05 is 0.0022, so two iterations usually suffice: the paper's 1,000 is the
-cap, not the norm.
-
-Readings chosen: "not in D' for that patient" is read on values, as
-multisets (two sampled AMI values need two AMI claims left in D'), which
-makes the truncation check and the class count the same containment test.
-The random stream of a node is seeded by (seed, node levels), so a node's
-risk does not depend on the order the search visits nodes in.
-
-Counting classes is the hot loop: members are bit positions in one bitset
-per token "at least t claims with label v on quasi-identifier h", members
-sorted so that each member-QI class is a contiguous bit range, and a class
-size is the popcount of the AND of the sampled tokens over that range.
-"""
+"""Re-identification risk of one lattice node (El Emam et al. 2012, appendix section 5) by the
+paper's sampling experiment, stopped by a confidence-interval rule; classes counted on bitsets.
+Readings chosen and why: docs/methods/hhp.md#claims-risk."""
 
 from __future__ import annotations
 

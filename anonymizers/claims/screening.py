@@ -1,21 +1,6 @@
-"""Removal of high-risk members and claims (El Emam et al. 2012, appendix
-section 2), with the comparison of removed and remaining members (section 3).
-
-Member rules (the policy's ``member_rules``): a member with one claim whose
-diagnosis (primary, or any of ``other_dx_codes``), procedure or place of
-service is on a list is removed with all of their claims.  Claim rules: newborn
-claims (up to and including 28 days after birth; needs ``birth_date``) and
-claims whose procedure code is not a medical procedure (letter prefix, i.e.
-HCPCS level II, or a three digit revenue/chapter code).  A claim rule of scope
-``member`` removes the member instead (see the policy file for the reading).
-A rule whose column is absent is not applied and the report says so.
-
-``screen(claims_df, policy)`` is usable alone: other methods screen first.
-``policy`` may be a name of ``NAMED_POLICIES``: ``hhp-2012-v1`` (the paper's
-ICD-9-CM lists) or ``hhp-2012-icd10-v1`` (the same lists in ICD-10-CM, made
-through CMS's GEMs by ``anonymizers/data/hhp/translate_icd10.py``; see
-docs/hhp-icd10.md).  Codes are compared undotted and upper-case in both.
-"""
+"""Removal of high-risk members and claims (El Emam et al. 2012, appendix section 2), with the
+comparison of removed and remaining members (section 3); ``screen(claims_df, policy)``.
+Readings chosen and why: docs/methods/hhp.md#claims-screening."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
-"""Truncation of claims per member (El Emam et al. 2012, appendix section 1).
-
-The threshold is the 95th percentile of claims per member, taken as the
-nearest rank: the smallest count c such that at least 95% of members have at
-most c claims (numpy's 'inverted_cdf').  A member with more claims keeps
-``threshold`` of them: the claims with the highest score go first, with
-
-    s_ir = 1 - min_h sup(a_irh) / N,
-
-``sup(X)`` being the number of *other* members with value X on the same
-quasi-identifier (the member itself is not counted) and N the number of
-members.  Reading chosen for ties (the paper has none): among claims with
-the same score, the later claim (larger DSFC, then later input row) goes
-first, so a truncated member keeps the beginning of their history.
-
-Section 5 step 3 says the members to truncate are selected "based on the
-generalization for the number of claims".  Reading chosen: the threshold is
-the percentile above, the same at every node; the claims-per-member
-hierarchy then generalizes the (truncated) count the release shows, its
-counts never exceeding the threshold.
-"""
+"""Truncation of claims per member (El Emam et al. 2012, appendix section 1): the nearest-rank
+95th percentile of claims per member; highest support score kept first, ties to later claims.
+Readings chosen and why: docs/methods/hhp.md#claims-truncation."""
 
 from __future__ import annotations
 

@@ -1,29 +1,6 @@
-"""Lower bounds on the real ratio of Fig. 7 that any release can reach.
-
-A release (``generate``) keeps every real patient, adds dummies, and leaves
-every cluster flat within 1 (3.3) at some level ``T_j``.  Since real
-patients are unchanged, ``T_j >= top_j`` (the cluster's highest real
-frequency), so every code ``c`` of cluster ``j`` must receive at least
-``top_j - 1 - f_c`` occurrences: cluster ``j`` needs at least
-``L_j = sum_c max(0, top_j - 1 - f_c)`` added occurrences.  Two bounds
-follow, both valid (relaxations, never restrictions, of what a release
-needs):
-
-- ``any_profile``: dummies are free to take their codes anywhere (only
-  their total size is a real patient's, 3.1): the ratio is at least
-  ``1 + sum_j L_j / occ`` (and ``2`` when every real patient is duplicated).
-- ``profile_lp``: dummies keep a real patient's number of codes in every
-  cluster (3.2, the model of ``generate``): the linear relaxation of
-  ``min sum_p |p| x_p  s.t.  sum_p k_pj x_p >= L_j, 0 <= x_p <= sets of p``
-  over the real size profiles ``p`` (``profiles.py``).  With
-  ``duplicates=True`` also ``x_p >= min(real patients of p, unused sets
-  of p)``: every real patient duplicated wherever the pigeonhole allows, as
-  the end of 3.2 asks (a bound for releases that do so, as ``generate``'s
-  do when it can).
-
-The LP is solved by HiGHS; its optimum is exact up to the solver's
-feasibility tolerance (1e-7 relative), far below the figures' precision.
-"""
+"""Lower bounds on the real ratio of Fig. 7 (Zoveralli) that any release can reach:
+``any_profile`` (dummies free) and ``profile_lp`` (dummies keep a real size profile; HiGHS).
+Readings chosen and why: docs/methods/medco.md#dummies-bounds."""
 
 from __future__ import annotations
 
@@ -48,7 +25,8 @@ class Relaxation:
 
 
 def cluster_needs(freq: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster: the top real frequency and ``L_j`` (see the module docstring)."""
+    """Per cluster: the top real frequency and ``L_j``
+    (see docs/methods/medco.md#dummies-bounds)."""
     n_cl = int(labels.max()) + 1
     top = np.zeros(n_cl, dtype=np.int64)
     np.maximum.at(top, labels, freq)
@@ -65,7 +43,7 @@ def any_profile_bound(freq: np.ndarray, labels: np.ndarray, duplicates: bool = F
 
 def profile_relaxation(matrix: sp.csr_matrix, labels: np.ndarray,
                        duplicates: bool = False) -> Relaxation:
-    """The profile LP of the module docstring on a binary patients x codes
+    """The profile LP of docs/methods/medco.md#dummies-bounds on a binary patients x codes
     ``matrix`` whose code ``c`` is in cluster ``labels[c]``."""
     freq = np.asarray(matrix.sum(axis=0)).ravel().astype(np.int64)
     n_cl = int(labels.max()) + 1

@@ -1,27 +1,6 @@
-"""MedCo code clustering (Zoveralli, "Dummy generation for MedCo", section 2).
-
-Three steps, as in the report:
-
-1. HAC on Jaccard distances over patients groups highly correlated codes
-   (Fig. 3); the dendrogram is cut at ``distance_threshold``.
-2. Clusters by frequency (Fig. 4): each correlated group is one unit whose
-   feature is the mean frequency of its codes, so correlated codes stay
-   together "even the ones that do not have similar frequency".  The report
-   does not name the frequency clustering; we use agglomerative clustering
-   with Ward's criterion on that one feature (the HAC family of step 1),
-   which in one dimension merges neighbouring frequency groups.
-3. Minimum anonymity set (Fig. 5): while the smallest cluster has fewer than
-   ``A`` codes, "uncorrelated codes from the biggest cluster" move into it.
-   Reading chosen: uncorrelated codes are those in no correlated group; they
-   go first, nearest in frequency to the receiving cluster's range first
-   (to keep its flattening cheap); a correlated group moves whole when the
-   donor can spare it, and is split only when nothing else can move.
-4. Optionally (``merge_overflowing``, section 4's future work), clusters
-   whose filling overflows each other are merged (``merge.py``).
-
-With fewer than ``A`` codes in all, the anonymity set cannot be met: every
-code goes into one cluster and ``metrics["anonymity_set_met"]`` is False.
-"""
+"""MedCo code clustering (Zoveralli, section 2): HAC on Jaccard distances, clusters by frequency,
+then the minimum anonymity set; optionally overflowing clusters merged (``merge``).
+Readings chosen and why: docs/methods/medco.md#dummies-clustering."""
 
 from __future__ import annotations
 

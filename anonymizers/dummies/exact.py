@@ -1,22 +1,6 @@
-"""Exact dummy sets for small inputs: an integer program over every unused set.
-
-When every size profile of the real patients admits few code sets, all of
-them can be listed, and choosing the dummies becomes a 0-1 program that
-decides exactly whether a release exists (in the model of ``generate``: a
-dummy keeps its source's codes per cluster, 3.2; its set repeats no real
-patient's and no other dummy's, 3.1; every cluster ends flat within 1, 3.3):
-
-    y_s in {0, 1}    dummy with code set s (s unused, of a real profile)
-    z_j >= 0         how far cluster j's level rises above its top
-    e_c in {0, 1}    code c ends at the level (1) or one below (0)
-
-    for every code c of cluster j:  f_c + sum_{s ni c} y_s = top_j + z_j - 1 + e_c
-    for every profile p:            sum_{s in p} y_s >= lo_p   (duplicates, ``solver``)
-    minimise                        sum_s |s| y_s              (the real ratio, Fig. 7)
-
-Distinct sets are distinct variables, so no collision repair is needed.
-``z_j <= n_sets + 1`` loses nothing: a code gains at most one occurrence per set.
-"""
+"""Exact dummy sets for small inputs (Zoveralli 3.1-3.3): a 0-1 program over every unused code
+set of the real size profiles, which finds a release or proves that none exists.
+Readings chosen and why: docs/methods/medco.md#dummies-exact."""
 
 from __future__ import annotations
 

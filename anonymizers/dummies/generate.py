@@ -1,47 +1,6 @@
-"""MedCo dummy patients by water-filling (Zoveralli, section 3).
-
-What a release satisfies (3.1-3.3, checked by ``anonymizers.verify.dummies``):
-every code of a cluster has the same frequency within 1 (3.3: "filled even if
-its frequencies are below (at most by 1) the target one"); a dummy is made
-from a real patient and keeps its number of codes in every cluster (3.1 "the
-same weight"; 3.2 the chosen patient's counts in the other clusters are
-kept and filled "with the best combination of codes"); no dummy repeats
-the code set of a real patient or of another dummy; every real patient is
-duplicated (end of 3.2) unless no release can duplicate them all.
-
-1. Plan (``plan.py``): how many dummies of each size profile, and the level
-   of every cluster, in one integer program over all clusters, so that
-   filling one cluster does not overflow the others (3.2's concern) and the
-   code occurrences added are fewest (the real ratio of Fig. 7).  Small
-   inputs, whose profiles admit few code sets, are solved exactly over the
-   sets themselves instead (``exact.py``).
-2. Water-filling of each cluster (``waterfill.py``): the planned slots are
-   poured on the codes needing more frequency and shuffled into the dummies.
-3. Collision routine (``repair``): a dummy repeating a set is reshuffled
-   with others (counts kept) or changed without passing a top; what stays
-   repeated is dropped.  The next round plans what the drops left unfilled.
-
-Termination: every round either keeps at least one dummy (a profile has
-finitely many unused sets) or, when it keeps none, first stops asking for
-duplicates (once), then closes the profiles whose dummies could not be made
-new (finitely many), so rounds are finite; no round limit is needed.  When the first plan is infeasible even with the necessary
-form of the Gale-Ryser rows and without requiring duplicates, no release
-exists (in the model above): ``NoReleaseError``, an ``InputError``.  Should a
-later plan become infeasible after profiles were closed, the exact program
-is tried from the current state with every set of the small profiles and
-random sets of the large ones; if that fails too, the exact program is
-solved from the start (no dummy kept) over every set of every profile when
-they number at most ``exact.RESCUE_LIMIT``: it finds a release or proves
-that none exists (``NoReleaseError``).  Only on inputs too large for that,
-``DummyGenerationError('stalled')`` says the plan stalled -- not a proof.
-
-Reading of Fig. 7's "clusters' filling order": with one plan for all
-clusters there is no order; the option is gone.  Deviation kept from
-before: 3.1 asks for different combinations "within the same cluster"; on
-real data that cannot hold (26,854 MEPS patients, clusters of 200 codes: at
-most 200 distinct one-code combinations), so distinct full code sets are
-required.
-"""
+"""MedCo dummy patients by water-filling (Zoveralli, section 3): one plan for all clusters,
+water-filling, collision repair, in rounds, until every cluster is flat within 1 (3.3).
+Readings chosen and why: docs/methods/medco.md#dummies-generate."""
 
 from __future__ import annotations
 
@@ -96,7 +55,7 @@ class _Context:
 
 def generate_dummies(df: pd.DataFrame, clusters, config: DummyConfig) -> DummyResult:
     """Add dummy patients to ``df`` (``patient_id, code``) so that every code of
-    each cluster has the same frequency within 1; see the module docstring."""
+    each cluster has the same frequency within 1; see docs/methods/medco.md#dummies-generate."""
     raw = encode_input(df)
     cluster_codes = check_clusters(clusters, raw.codes)
     vocab = np.array(sorted(c for cl in cluster_codes for c in cl), dtype=object)

@@ -1,55 +1,6 @@
-"""MedCo dummies that persist across successive releases (issue 25).
-
-Threat: an adversary keeps every release.  Real patients persist from one
-release to the next; dummies drawn anew each run do not, so "this code set
-was already released" tells real from dummy (measured on MEPS 2005: precision
-0.99, recall 0.90; ``anonymizers.successive.medco``).
-
-Defence (chosen with those attacks): dummies persist the way real patients
-do.  The state of a release lineage (``State``, private) holds every dummy
-released last time, with its source patient, a digest of that source's code
-set, and the lineage's clusters.  The next run (``apply``)
-
-1. carries the dummies over (``carry``), except those with a code in no
-   cluster or whose set is now a real patient's, and retires the others at
-   the rate real patients left or changed since the last run (estimated on
-   the dummies' distinct sources), those whose source is gone first, the rest
-   at random under the run's keyed seed.  A kept dummy whose source is gone
-   takes a present patient of the same profile (codes per cluster) as its
-   source, else one with as many codes, else it retires;
-2. keeps the lineage's clusters (``clusters_for``: new codes join where they
-   cost least), since the carried dummies flatten those;
-3. tops the release up with new dummies, planned from the frequencies of the
-   real patients *and* the carried dummies (``generate``'s joint plan and
-   water-filling, unchanged), never repeating a real or carried set, and
-   duplicating only the real patients no carried dummy was made from (the
-   end of section 3.2, over the release rather than over the run);
-4. returns the release and the new state: carried dummies keep their id and
-   generation of birth, new ones are born now.
-
-So between two releases real records and dummies persist at the same rate,
-and new records mix newcomers with the top-up dummies that newcomers and
-leavers make necessary.  A first reading tied each dummy's life to its
-source; on MEPS it failed: one patient with 20 codes was the source of 4,621
-of 7,170 dummies, which all left with that patient (``bench_successive_medco``).
-Each release is a single MedCo release as before (``anonymizers.verify.dummies``
-checks it unchanged): carried dummies are dummies made from a present input
-patient with as many codes, distinct from every other released set.  When
-no top-up exists around the carried dummies the run is refused
-(``NoReleaseError`` naming them), never silently restarted.
-
-Randomness: the run's seed is derived from the caller's seed and the
-generation (and, when a pseudonym key is given, HMAC-SHA256 under that key,
-``anonymizers.pseudonyms.keyed``), so new dummies and pseudonyms differ from
-run to run and cannot be replayed without the key; the caller's seed and the
-generation are recorded in the metrics.
-
-Coupling: step 2 runs ``generate``'s round loop on a context that already
-holds the carried dummies.  ``generate_dummies`` itself cannot be used with
-the carried dummies as input patients: it would duplicate each of them
-(measured on MEPS 3,000/2,700: 66,877 new dummies for 8,226 carried, real
-ratio 31.3 instead of 10.2).
-"""
+"""MedCo dummies that persist across successive releases (issue 25): carried over and retired at
+the rate real patients leave, topped up by ``generate``'s joint plan; seeds keyed and recorded.
+Readings chosen and why: docs/methods/medco.md#dummies-persist."""
 
 from __future__ import annotations
 
@@ -159,7 +110,7 @@ def read_state(folder: str | Path) -> State:
 def apply(df: pd.DataFrame, clusters, config: DummyConfig,
           previous: State | None = None) -> tuple[DummyResult, State]:
     """The release of ``df`` (``patient_id, code``) with dummies carried from
-    ``previous`` and topped up (see the module docstring), and the new state.
+    ``previous`` and topped up (see docs/methods/medco.md#dummies-persist), and the new state.
 
     ``previous=None`` starts a lineage (generation 1: every dummy is new).
     With a previous state, ``clusters=None`` takes ``clusters_for(df,

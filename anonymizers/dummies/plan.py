@@ -1,41 +1,6 @@
-"""How many dummies of each size profile, planned for all clusters at once.
-
-Section 3.2's concern is that "filling a cluster leads the other ones to
-overflow": a dummy copies its source's number of codes in *every* cluster,
-so dummies made to fill cluster i also add to every other cluster.  Filling
-one cluster at a time and correcting afterwards (the report's rounds)
-chases its own tail when patients span clusters (the green line above the
-red one in Fig. 6).  Reading chosen: the dummies of all clusters are
-planned together, as an integer program over the size profiles
-(``profiles.py``), so that each cluster receives what flattens it and no more.
-
-Variables: ``x_p`` dummies of profile ``p`` (integer, ``lo_p <= x_p <= cap_p``).
-With ``add_j = sum_p k_pj x_p`` and current frequencies ``f_c``, cluster
-``j`` ends flat within 1 (3.3) at level ``T`` exactly when
-
-    sum_c max(0, T - 1 - f_c) <= add_j <= sum_c (T - f_c)           (band)
-
-For ``T > top_j`` the bands of consecutive levels meet, so every ``add_j``
-from ``L_j = sum_c max(0, top_j - 1 - f_c)`` on is flat at the level
-``T_j = max(top_j, ceil((occ_j + add_j) / n_j))``, and the band reduces to
-the covering row ``add_j >= L_j``; no level variable is needed.
-
-The codes' shares must also be realisable by dummies with distinct codes
-(Gale-Ryser): for every ``t``, the ``t`` largest code deficits sum to at most
-``R_tj = sum_p x_p min(k_pj, t)``.  A deficit is at most ``T_j - f_c`` and
-``T_j <= max(top_j, (occ_j + add_j + n_j - 1) / n_j)``, so
-
-    R_tj >= t top_j - S_tj   and   R_tj - t add_j / n_j >= t (occ_j + n_j - 1) / n_j - S_tj
-
-(``S_tj``: the ``t`` lowest frequencies of cluster ``j``) are *sufficient*.
-A cluster already flat within 1 needs no such row: its deficits can be
-chosen to differ by at most 1 (``waterfill.deficits``), which any dummies
-can realise.
-A deficit is at least ``T_j - 1 - f_c`` and ``T_j >= max(top_j, (occ_j +
-add_j) / n_j)``, which gives the *necessary* rows (right sides lowered by
-``t`` and, in the second, without the ``n_j - 1``).  The objective is the
-number of code occurrences added, i.e. the real ratio of Fig. 7.
-"""
+"""How many dummies of each size profile (Zoveralli 3.2), planned for all clusters at once: one
+integer program with covering and Gale-Ryser rows, minimising the code occurrences added.
+Readings chosen and why: docs/methods/medco.md#dummies-plan."""
 
 from __future__ import annotations
 
@@ -88,7 +53,7 @@ class Plan:
 
 def plan_profiles(k: np.ndarray, lo: np.ndarray, cap: np.ndarray,
                   clusters: list[ClusterState], sufficient: bool = True) -> Plan | None:
-    """Solve the program of the module docstring; None when it is infeasible.
+    """Solve the program of docs/methods/medco.md#dummies-plan; None when it is infeasible.
 
     ``k`` is profiles x clusters (codes per cluster); ``cap`` bounds the
     dummies per profile (clipped at ``X_MAX``), ``lo`` asks for duplicates

@@ -1,25 +1,6 @@
-"""The collision-fixing routine of section 3.2.
-
-"It focuses on slightly changing the duplicate combination of codes in each
-cluster until it is different from the ones of all the other patients."
-Reading chosen, in three steps:
-
-1. a dummy whose size profile has no unused code set left cannot be made
-   new by any change that keeps its size: it is dropped at once;
-2. reshuffle: the colliding dummies and as many random new ones pool their
-   slots and shuffle them within each cluster (every code keeps its count,
-   so the poured histogram is untouched); a pass is kept only when it leaves
-   fewer collisions;
-3. substitution (the report's "slightly changing"): one code of a dummy
-   still colliding is replaced by another code of the same cluster that it
-   lacks and that is below its cluster's top, so that the set is new;
-4. exact search: a dummy still colliding whose profile admits few sets
-   (``SEARCH_LIMIT``) takes an unused set at random among those passing no
-   cluster top.
-
-Steps 3 and 4 move a few counts, never above a top; the next round's plan
-fills what they left short.  What still collides is dropped and counted.
-"""
+"""The collision-fixing routine of Zoveralli 3.2: drop, reshuffle, substitute one code, exact
+search; what still collides is dropped and counted.
+Readings chosen and why: docs/methods/medco.md#dummies-repair."""
 
 from __future__ import annotations
 

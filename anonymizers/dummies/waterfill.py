@@ -1,17 +1,6 @@
-"""Water-filling of one cluster's code slots (Zoveralli, section 3.2), in bulk.
-
-The plan (``plan.py``) fixes how many dummies of each size profile are made
-and the level ``T`` each cluster is raised to.  Here the batch's slots in
-one cluster become codes: every code receives what brings it to ``T - 1``
-("the codes needing more frequency"), and the slots left over raise codes
-below ``T`` to ``T``, one each, chosen at random, so the cluster ends flat
-within 1 (3.3).  The resulting multiset of codes is "randomly shuffled" into
-the dummies so that each takes "a subset of them"; a dummy that drew a code
-twice swaps one copy with another dummy's slot (swaps keep every code's
-count).  When swapping does not remove every repeat, Ryser's construction
-(each dummy takes the codes with the most occurrences left) assigns them
-all: the plan's Gale-Ryser rows guarantee that it succeeds.
-"""
+"""Water-filling of one cluster's code slots (Zoveralli 3.2), in bulk: codes raised to T - 1, the
+rest to T at random, shuffled into the dummies; Ryser's construction when swaps leave repeats.
+Readings chosen and why: docs/methods/medco.md#dummies-waterfill."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""Alignment of two trajectories (Tamersoy 2011, Section IV.3.1).
-
-``baseline`` is Algorithm 2 (pairs matched on the same index, the tail of the
-longer trajectory suppressed; no attribute weights, as in the thesis).
-``ags`` is Algorithm 3, A-GS: a dynamic programme over the matrices i (ILM),
-a (ALM) and r (operation) whose cell (h, j) holds the cheapest way to align
-x_1..x_h with y_1..y_j by generalizing x_h with y_j (DIAG), suppressing y_j
-(LEFT) or suppressing x_h (UP).  Ties go to DIAG, then LEFT, then UP: the
-order in which step 22 lists them ("if there is a tie, A-GS selects
-generalization").  The cells of one anti-diagonal do not depend on each other,
-so each anti-diagonal is computed at once with numpy; the arithmetic is the
-same, in the same order, as the cell-by-cell algorithm.
-
-``X`` may be an anonymized trajectory (a cluster's representative), so values
-carry a "generalized" flag that Definition 4 needs (see ``loss``); ILM(X) and
-ALM(X) enter as i[0,0] and a[0,0] (step 2).
-"""
+"""Alignment of two trajectories (Tamersoy 2011, IV.3.1): Baseline (Algorithm 2) and A-GS
+(Algorithm 3), its DP computed one anti-diagonal at a time; ties go DIAG, then LEFT, then UP.
+Readings chosen and why: docs/methods/lda.md#longitudinal-alignment."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
-"""Alignment costs of one trajectory against many at once (the MDAV distances).
-
-MDAV needs the A-GS (or Baseline) cost of a query trajectory against every
-remaining one: about n^2/k alignments.  Only the total cost matters for a
-distance (the split into ILM and ALM does not change which cell is minimal),
-so the A-GS recurrence is run on totals, vectorised over candidates and over
-a whole DP row at once: with V[j] = min(diag[j], up[j]) and S the prefix sums
-of the candidate's suppression costs, the row is
-``T[h, j] = S[j] + cummin_l<=j (V[l] - S[l])`` (the LEFT moves chained).
-Candidates are grouped by length (within a factor 2) and padded.
-
-Candidates are input trajectories (only their root values are generalized);
-the query is one too, or a cluster's anonymized trajectory while the cluster
-grows (Section IV.3.2 with footnote 6).  Either way the generalization cost
-of a query value against a candidate value depends only on the two values
-(and the query value's generalized flag): it is tabulated per query over the
-dataset's distinct values.
-"""
+"""A-GS (or Baseline) costs of one trajectory against many at once, the MDAV distances (Tamersoy
+2011, IV.3.2): the recurrence on total cost, vectorised over candidates and whole DP rows.
+Readings chosen and why: docs/methods/lda.md#longitudinal-batch."""
 
 from __future__ import annotations
 

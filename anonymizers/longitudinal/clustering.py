@@ -1,32 +1,6 @@
-"""Clustering of LDA after MDAV (Tamersoy 2011, Section IV.3.2; MDAV is
-Domingo-Ferrer and Mateo-Sanz's Maximum Distance to Average Vector).
-
-Reading chosen (the thesis gives two sentences): while at least 2k
-trajectories remain, take the most frequent remaining trajectory c (the
-"average" of MDAV; ties broken at random with the caller's generator: with
-all trajectories distinct, c is a random one) and the trajectory r most
-distant from c; the distance is the alignment cost ILM + ALM returned by
-A-GS (or Baseline).  A cluster is then formed around r by "add[ing] the
-trajectory which minimizes the sum of ILM and ALM returned from A-GS", k-1
-times: the cost is that of aligning the cluster's current anonymized
-trajectory X with each remaining trajectory -- footnote 6 ("X may already
-be an anonymized version of two other trajectories") is this step -- and the
-cheapest one is aligned into X.  Fewer than 2k left form the last cluster,
-around its own r, grown the same way.  Ties go to the earlier trajectory in
-input order.
-
-An earlier reading took the k-1 trajectories nearest to r alone (pairwise
-costs) and aligned them in that order.  It ignores what the cluster already
-generalized: a code or age already widened by an earlier member costs
-nothing more to cover, and the pairwise reading cannot see it.  On the
-DE-SynPUF trajectories it kept fewer codes at 3-digit or finer (see
-benchmarks/lda.md), and the thesis' sentence describes the greedy step, so
-the greedy reading replaced it.  It costs about (k+1)/2 times the
-alignments.
-
-Every member of a cluster is released as the final X; each member's pairs
-map, in order, onto it (or are suppressed).
-"""
+"""LDA's clustering after MDAV (Tamersoy 2011, IV.3.2): clusters grown greedily around the
+trajectory farthest from the most frequent one, by A-GS cost against the cluster's trajectory.
+Readings chosen and why: docs/methods/lda.md#longitudinal-clustering."""
 
 from __future__ import annotations
 

@@ -1,30 +1,6 @@
-"""LDA, the Longitudinal Data Anonymizer (Tamersoy 2011, Chapter IV).
-
-``lda(pairs, LDAConfig(k=...))`` releases every patient's (ICD, Age)
-trajectory k-anonymized (Definition 1): patients are clustered after MDAV
-(Section IV.3.2) with the A-GS (Algorithm 3) or Baseline (Algorithm 2)
-alignment cost as distance, and all members of a cluster are released with
-the cluster's one anonymized trajectory under fresh pseudonyms.
-
-Choices where the thesis is silent (documented here and in the modules):
-codes outside the ICD hierarchy and ages outside the age domain are
-generalized straight to the root ``*`` and reported; k = 1 releases every
-trajectory unchanged.  An input whose release would carry nothing -- no
-patient, fewer than k patients, or a release in which every pair is
-suppressed or generalized to ``(*, *)`` -- is refused with
-``NothingToRelease`` (an InputError), never returned as an empty success.
-
-``|A|`` of Definition 4 for ICD (``icd_domain``): "data" (default) reads it
-as Table 3's ``|ICD|``, the number of distinct codes of the dataset, with
-``A^Delta`` counting the dataset's codes under a node; "hierarchy" counts
-every billable code of ICD-9-CM (14,567).  Example 5 holds under both with
-the Figure 6 tree, but only the data reading keeps Definition 4 a trade-off
-on the real tree: there the circulatory chapter holds 474 of the 14,567
-codes, so generalizing two codes to it costs 0.065, half of widening two
-ages to an 8-year interval (0.125), and A-GS lets codes rise to the chapter
-to save ages (benchmarks/lda.md).  Age keeps the thesis' stated domain
-1..128 (IV.4.4).
-"""
+"""LDA, the Longitudinal Data Anonymizer (Tamersoy 2011, Chapter IV): (ICD, Age) trajectories
+k-anonymized by MDAV clustering with A-GS or Baseline alignment; ``lda(pairs, LDAConfig(k=...))``.
+Readings chosen and why: docs/methods/lda.md#longitudinal-framework."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""Domain generalization hierarchies for LDA (Tamersoy 2011, Section IV.2.5).
-
-Two trees are used, both pluggable: ICD-9-CM from ``anonymizers.hierarchy``
-(5-digit, 4-digit, 3-digit, section, chapter, any) or ICD-10-CM
-(``icd_hierarchy("icd10cm")``: 7- to 4-character codes, category, block,
-chapter, any; see ``anonymizers.hierarchy.icd10cm``) and Age as the thesis uses
-it in Section IV.4.4: the ages 1..128 as the leaves of an 8-level full binary
-tree (1-, 2-, 4-, ..., 128-year intervals).  Any ``anonymizers.hierarchy.
-Hierarchy`` whose root is ``*`` can replace either.
-
-``EncodedTree`` encodes the part of a hierarchy a dataset touches (the data's
-values and all their ancestors) as integer node ids with an ancestor matrix,
-so that LCAs and leaf counts are vectorised numpy lookups.  Node 0 is the root.
-"""
+"""Domain generalization hierarchies for LDA (Tamersoy 2011, IV.2.5): ICD-9-CM or ICD-10-CM, and
+Age 1..128 as a full binary tree; ``EncodedTree`` makes LCAs and leaf counts numpy look-ups.
+Readings chosen and why: docs/methods/lda.md#longitudinal-hierarchies."""
 
 from __future__ import annotations
 

@@ -1,33 +1,6 @@
-"""Loss Metric of LDA (Tamersoy 2011, Section IV.2.6, Definitions 4-8).
-
-Reading of Definition 4 (chosen, and checked against every worked example):
-``A^Delta`` counts **0 for a value that has not been generalized** and the
-number of leaves under it for a generalized value.  So replacing an original
-value by a strict ancestor ``g`` costs ``leaves(g) / |A|``, replacing a value
-by itself costs 0, and suppression (replacing by the root) costs 1.  This is
-the only reading under which all of these hold at once:
-
-* Example 4: ``[33-34] -> [33-36]`` costs ``(4 - 2) / 8 = 0.25`` (a generalized
-  value counts its leaves);
-* the alignment example of Section IV.3.1: suppressing a pair costs 1 for ICD
-  and 1 for Age; ages 36 and 37 aligned to ``[33-40]`` cost ``1 * 2 = 2``;
-  35 and 36 aligned to ``[35-36]`` cost ``2/8 * 2 = 0.5`` (the standard
-  reading, where a leaf counts 1, would give 0.25);
-* Example 5 / Figure 7: 401.1 and 401.9 generalized to 401 cost ``1 + 1``.
-
-Generalizing an already generalized value ``v`` further to ``g`` costs
-``(leaves(g) - leaves(v)) / |A|``, so that losses telescope.  The root is
-always a generalized value (it carries nothing), so a code outside the ICD
-hierarchy, released as ``*`` from the start, costs 1.
-
-Definitions 7-8 sum over the pairs of the anonymized trajectory and divide by
-its length.  We read the anonymized trajectory as the original one with every
-pair replaced by what it became, a suppressed pair by (root, root)
-(Definition 3), so the sum runs over the original pairs, the length is the
-original length, and a fully suppressed dataset scores ILM = ALM = 1, the
-"worst possible" of Section IV.4.2.  These figures are unweighted; the
-weights only steer A-GS.
-"""
+"""LDA's loss metric (Tamersoy 2011, IV.2.6, Definitions 4-8): an ungeneralized value costs 0, a
+generalized one its leaves over |A|; ILM and ALM average over the original pairs.
+Readings chosen and why: docs/methods/lda.md#longitudinal-loss."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
-"""Utility figures of LDA (Tamersoy 2011, Sections IV.4.3 and IV.4.4).
-
-AvgRE: the workload is every (ICD, Age) pair found in at least 1% of the
-original trajectories (pairs whose code is outside the ICD hierarchy or whose
-age is outside the age domain are left out: no released value can be read as
-them).  a(Q) counts the original trajectories holding the pair.  e(Q) reads
-every released value as a uniformly random leaf under it, so a released
-(g_icd, g_age) holds (u, v) with probability
-``leaves(u)/leaves(g_icd) * leaves(v)/leaves(g_age)`` when g_icd and g_age are
-u, v or their ancestors (1 for an exact match), else 0.  A trajectory with
-several such pairs holds (u, v) with probability ``1 - prod(1 - p)`` (the
-pairs read independently: the thesis' example has only one).  e(Q) sums this
-over released trajectories; RE = |a - e| / a, AvgRE is the mean RE.
-
-Level histograms (Figures 13-14): the percent of the original pairs' ICD
-codes and ages that end up at each level of their hierarchy; a suppressed pair
-counts at the root level (any / 128-year), as the thesis counts Baseline's.
-``kept_at_or_below`` sums them up to a level, as IV.4.4 reads them ("more
-than 30% of the ICD codes at the 3-digit level or below").  ``lm_by_level``
-splits ILM (or ALM) by the level each value was released at: the parts sum
-to Definition 8's figure.
-"""
+"""LDA's utility figures (Tamersoy 2011, IV.4.3-IV.4.4): AvgRE over the workload of (ICD, Age)
+pairs in at least 1% of trajectories, and the level histograms of Figures 13-14.
+Readings chosen and why: docs/methods/lda.md#longitudinal-metrics."""
 
 from __future__ import annotations
 

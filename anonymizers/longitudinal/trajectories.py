@@ -1,13 +1,6 @@
-"""Trajectories (Tamersoy 2011, Section IV.2.2): per patient, the (ICD, Age)
-pairs ordered by age, ties broken by service date (when given), then by the
-code string.  The thesis' trajectory is a multiset ordered by age only; with
-no date, pairs of one age are ordered by code, so that equal codes of two
-patients at one age line up in an alignment.  A service date keeps a
-within-year sequence instead, at a cost: on DE-SynPUF, A-GS then keeps far
-fewer codes at 3-digit or finer (benchmarks/lda.md), so the pipeline's
-plugin and the benchmark pass none.  Held as one flat array per attribute plus CSR-style offsets, so
-that no per-patient Python objects are needed.
-"""
+"""Trajectories (Tamersoy 2011, IV.2.2): per patient, the (ICD, Age) pairs ordered by age, then
+service date (when given), then code; held as flat arrays with CSR-style offsets.
+Readings chosen and why: docs/methods/lda.md#longitudinal-trajectories."""
 
 from __future__ import annotations
 

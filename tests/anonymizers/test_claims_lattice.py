@@ -1,5 +1,5 @@
 """Lattice search and information loss (El Emam et al. 2012, appendix
-section 5; module docstring of ``anonymizers.claims.lattice``)."""
+section 5; docs/methods/hhp.md, the section on ``anonymizers.claims.lattice``)."""
 
 from __future__ import annotations
 
