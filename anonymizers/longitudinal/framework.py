@@ -28,19 +28,19 @@ to save ages (benchmarks/lda.md).  Age keeps the thesis' stated domain
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from anonymizers.errors import InputError
-from anonymizers.hierarchy import ROOT, Hierarchy
+from anonymizers.hierarchy import ROOT
 from anonymizers.longitudinal import hierarchies as hz
 from anonymizers.longitudinal.alignment import Pairs, Trees, ags, baseline
 from anonymizers.longitudinal.batch import CostModel, Encoded, ags_costs, baseline_costs
 from anonymizers.longitudinal.clustering import greedy, mdav, trajectory_keys
-from anonymizers.longitudinal.config import ALIGNMENTS, ICD_DOMAINS, LDAConfig
+from anonymizers.longitudinal.config import LDAConfig
 from anonymizers.longitudinal.release import Release, assemble
 from anonymizers.longitudinal.trajectories import Trajectories, build_trajectories
 from anonymizers.pseudonyms import generator
