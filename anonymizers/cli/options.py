@@ -38,7 +38,8 @@ def add_config_options(parser: argparse.ArgumentParser, config_class, skip=()) -
                                 default=argparse.SUPPRESS, help=help_text)
             continue
         required = name == "seed" or f.default is dataclasses.MISSING
-        kwargs = {"type": spec.parse or _PARSERS[spec.kind], "metavar": spec.metavar}
+        kwargs = {"type": _argument_type(spec.parse) if spec.parse else _PARSERS[spec.kind],
+                  "metavar": spec.metavar}
         if spec.kind == "str" and spec.choices is not None:
             kwargs = {"choices": spec.choices}
         elif spec.kind in ("str_list", "int_list") and kwargs["metavar"] is None:
@@ -76,6 +77,17 @@ def _help(f: dataclasses.Field, spec) -> str:
                                    else default)) or "none"
         text += f" (default {default})"
     return text.replace("%", "%%")
+
+
+def _argument_type(parse):
+    """``parse`` whose ValueError argparse shows as its message (exit 2)."""
+    def parsed(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parsed.__name__ = parse.__name__
+    return parsed
 
 
 def _comma_list(text: str) -> tuple[str, ...]:
