@@ -133,3 +133,18 @@ def test_a_command_that_draws_random_numbers_requires_seed(command, capsys):
     assert exit_.value.code == 0
     usage = capsys.readouterr().out
     assert "--seed SEED" in usage and "[--seed" not in usage
+
+
+def test_form_params_take_a_deployment_default_only_within_the_bounds():
+    from anonymizers.methods import params
+    form = params("disassociation", ["m", "refine_window"], m=2, refine_window=256)
+    assert list(form) == ["m", "refine_window"]
+    assert form["m"]["default"] == 2 and form["m"]["maximum"] == 5
+    assert form["refine_window"]["type"] == ["integer", "null"]
+    with pytest.raises(ParameterError) as err:
+        params("disassociation", ["m"], m=6)
+    assert err.value.field == "m"
+    with pytest.raises(KeyError, match="batch_size"):
+        params("disassociation", ["batch_size"])
+    assert params("ugaclip", ["k"])["k"]["minimum"] == 1  # each method its own bound
+    assert params("disassociation", ["k"])["k"]["minimum"] == 2
