@@ -29,11 +29,12 @@ node, policy version, truncation threshold); a JSON report ``{"seed",
 "metrics", "verdict", "files"}`` on stdout.  ``--key`` writes the pseudonym
 -> source member id key (identifying: never release it).
 
-Seed: ``--seed`` is required (as for ``disassociate``, ``dummies`` and
-``reconstruct``) and recorded in the metrics and the report.  The release
-is verified by ``anonymizers.verify.claims`` unless ``--no-verify`` (as for
-``ugaclip``); a release that fails it is not written (exit 1).  A release
-that would keep no member is refused (exit 2), as an unusable input.
+Seed: ``--seed`` is required, as by every command that draws random numbers
+(``anonymizers.cli.options``), and recorded in the metrics and the report.
+The method's options come from ``HHPConfig``'s declaration.  The release is
+verified by ``anonymizers.verify.claims`` unless ``--no-verify``; a release
+that fails it is not written (exit 1).  A release that would keep no member
+is refused (exit 2), as an unusable input.
 """
 
 from __future__ import annotations
