@@ -9,6 +9,7 @@ import pandas as pd
 
 from anonymizers.declare import param, parameters, pseudonym_key, validate
 
+
 @parameters
 @dataclass(frozen=True)
 class UGACLIPConfig:
