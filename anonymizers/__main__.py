@@ -1,7 +1,11 @@
-"""``python -m anonymizers <command> ...``: every method on CSV/JSON files.
+"""``anonymizers <command> ...`` (or ``python -m anonymizers``): every method
+on CSV/JSON files.
 
 Each command lives in ``anonymizers/cli/<module>.py`` and defines
-``add_arguments(parser)`` and ``run(args) -> int``.
+``add_arguments(parser)`` and ``run(args) -> int``; a method's options come
+from its config declaration (``anonymizers.cli.options``).  Every command that
+draws random numbers requires ``--seed N`` and records it in its metrics;
+every command with an independent verifier runs it unless ``--no-verify``.
 
 Exit status: 0 done; 2 the command line or an input file is unusable (bad
 usage, a malformed input, an output folder that is missing), nothing was
@@ -36,7 +40,8 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m anonymizers", description=__doc__)
+    parser = argparse.ArgumentParser(prog="anonymizers", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, (module, help_text) in COMMANDS.items():

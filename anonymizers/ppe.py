@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from anonymizers.errors import InputError, ParameterError
+from anonymizers.declare import param, parameters, validate
+from anonymizers.errors import InputError
 from anonymizers.io import check_no_nulls
 from anonymizers.records import BatchEncoder, Numbering, binary_csr
 
@@ -19,31 +20,21 @@ FILTERS = ("single-visit", "all-visits")
 _LOOKUP_BUDGET = 4_000_000  # membership look-ups per vectorised chunk
 
 
+@parameters
 @dataclass(frozen=True)
 class PPEConfig:
-    """Parameters of PPE.
+    """Parameters of PPE (Algorithm 1)."""
 
-    Parameters
-    ----------
-    k : int
-        Anonymization threshold, >= 1.  A filtered record supported by at
-        least ``k`` patients is already protected and gets no constraint.
-    filter : {"single-visit", "all-visits"}, default "all-visits"
-        Filtering condition F: ``single-visit`` (f1) makes one record per
-        patient and visit (input needs a ``visit_id`` column; a visit is a
-        claim or a service date), ``all-visits`` (f2) one record per patient.
-    """
-
-    k: int
-    filter: str = "all-visits"
+    k: int = param(doc="Anonymization threshold: a filtered record supported by at least k "
+                   "patients is already protected and gets no constraint.",
+                   kind="int", minimum=1)
+    filter: str = param("all-visits", kind="str", choices=FILTERS,
+                        doc="Filtering condition F: single-visit (f1) makes one record per "
+                        "patient and visit (the input needs a visit_id column; a visit is a "
+                        "claim or a service date), all-visits (f2) one record per patient.")
 
     def __post_init__(self):
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)):
-            raise ParameterError("k", f"must be an integer, got {self.k!r}")
-        if self.k < 1:
-            raise ParameterError("k", f"must be at least 1, got {self.k}")
-        if self.filter not in FILTERS:
-            raise ParameterError("filter", f"must be one of {list(FILTERS)}, got {self.filter!r}")
+        validate(self)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 Reads ``patient_id,code`` rows and the clusters JSON of ``cluster-codes``;
 writes the release (``patient_id,code`` under fresh pseudonyms) and the
 private map (``pseudonym,is_dummy,source_patient_id``).  The independent
-verifier checks the release first: when it fails, nothing is written and
-the exit status is 1.  Metrics and the verdict are printed as JSON.  An
+verifier checks the release first (``--no-verify`` skips it): when it fails,
+nothing is written and the exit status is 1.  Metrics (with the seed) and
+the verdict are printed as JSON.  An
 input that admits no release (``NoReleaseError``) writes nothing, prints
 one error line and exits with status 2.
 
@@ -23,6 +24,7 @@ import json
 import sys
 from pathlib import Path
 
+from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
 from anonymizers.dummies import DummyConfig, NoReleaseError, generate_dummies, persist
 from anonymizers.errors import InputError
 from anonymizers.io import read_json, read_table
@@ -34,7 +36,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--clusters", default=None,
                         help="clusters JSON from cluster-codes (required without "
                              "--previous-state; with it, default: the state's clusters)")
-    parser.add_argument("--seed", type=int, required=True, help="seed of every random choice")
     parser.add_argument("--output", required=True, help="released CSV to write (patient_id,code)")
     parser.add_argument("--dummy-map", required=True,
                         help="private CSV to write (pseudonym,is_dummy,source_patient_id)")
@@ -44,11 +45,13 @@ def add_arguments(parser) -> None:
                         help="private state folder of the previous release (needs --state)")
     parser.add_argument("--state", default=None,
                         help="private state folder to write for the next release")
+    add_config_options(parser, DummyConfig)
+    add_verify_option(parser)
 
 
 def run(args) -> int:
     _check_state_options(args)
-    config = DummyConfig(seed=args.seed)
+    config = config_from_args(DummyConfig, args)
     df = read_table(args.input, ["patient_id", "code"])
     previous = persist.read_state(args.previous_state) if args.previous_state else None
     if args.clusters is not None:
@@ -64,9 +67,10 @@ def run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     verdict = verify_dummies(df, result.released, result.dummy_map, clusters,
-                             args.min_anonymity_set)
-    print(json.dumps({"metrics": result.metrics, "verdict": verdict.as_dict()}, indent=1))
-    if not verdict.ok:
+                             args.min_anonymity_set) if args.verify else None
+    print(json.dumps({"metrics": {**result.metrics, "seed": config.seed},
+                      "verdict": None if verdict is None else verdict.as_dict()}, indent=1))
+    if verdict is not None and not verdict.ok:
         print("error: the release failed verification; nothing was written", file=sys.stderr)
         return 1
     result.released.to_csv(args.output, index=False)

@@ -2,7 +2,8 @@
 
 Reads the sample and the population as CSV (``patient_id,code``, one row per
 occurrence, or with a ``count`` column), writes the release as JSON with fresh
-pseudonyms, after the independent verifier has passed it.  The key linking
+pseudonyms drawn from ``--seed`` (recorded in its metrics), after the
+independent verifier has passed it (``--no-verify`` skips it).  The key linking
 pseudonyms to source ids is written only if ``--key`` asks for it: it is
 identifying and must never be released.
 
@@ -19,6 +20,7 @@ import argparse
 import sys
 
 from anonymizers.censoring import GCCensConfig, gccens, release_document
+from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
 from anonymizers.errors import InputError
 from anonymizers.io import (CODE_VERSION, add_code_system_arguments, clean_codes, read_json,
                             read_table, write_json)
@@ -28,9 +30,7 @@ COLUMNS = ["patient_id", "code"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--k", type=int, required=True,
-                        help="each released record must be contained in at least K "
-                             "population records")
+    add_config_options(parser, GCCensConfig)
     parser.add_argument("--population", required=True, metavar="CSV",
                         help="the population the sample was drawn from")
     parser.add_argument("--input", required=True, metavar="CSV", help="the sample to release")
@@ -40,29 +40,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     caps.add_argument("--caps", metavar="JSON", help='a cap per code: {"250": 2, ...}')
     caps.add_argument("--caps-from-sample", action="store_true",
                       help="each code's cap is its largest count in a sample record")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="seed of the pseudonyms (default: fresh entropy)")
     parser.add_argument("--key", metavar="CSV", default=None,
                         help="also write the pseudonym -> source id key here "
                              "(identifying: never release it)")
+    add_verify_option(parser)
     add_code_system_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     sample, sample_codes = _read(args.input, args)
     population, population_codes = _read(args.population, args)
-    config = GCCensConfig(k=args.k, caps=_caps(args), seed=args.seed)
+    config = config_from_args(GCCensConfig, args, caps=_caps(args))
     result, key = gccens(sample, population, config)
     verdict = verify_gccens(result.patients, result.records, key, sample, population,
-                            config.k, result.final_caps)
-    if not verdict.ok:
+                            config.k, result.final_caps) if args.verify else None
+    if verdict is not None and not verdict.ok:
         print("error: the release failed verification and was not written:\n  "
               + "\n  ".join(verdict.violations), file=sys.stderr)
         return 1
     document = release_document(result)
     document["metrics"].update({"code_system": args.code_system,
-                                "sample_codes": sample_codes, "population_codes": population_codes})
-    document["verification"] = verdict.as_dict()
+                                "sample_codes": sample_codes, "population_codes": population_codes,
+                                "seed": config.seed})
+    document["verification"] = None if verdict is None else verdict.as_dict()
     write_json(document, args.output)
     if args.key:
         key.to_csv(args.key, index=False)

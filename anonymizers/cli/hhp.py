@@ -29,11 +29,12 @@ node, policy version, truncation threshold); a JSON report ``{"seed",
 "metrics", "verdict", "files"}`` on stdout.  ``--key`` writes the pseudonym
 -> source member id key (identifying: never release it).
 
-Seed: ``--seed`` is required (as for ``disassociate``, ``dummies`` and
-``reconstruct``) and recorded in the metrics and the report.  The release
-is verified by ``anonymizers.verify.claims`` unless ``--no-verify`` (as for
-``ugaclip``); a release that fails it is not written (exit 1).  A release
-that would keep no member is refused (exit 2), as an unusable input.
+Seed: ``--seed`` is required, as by every command that draws random numbers
+(``anonymizers.cli.options``), and recorded in the metrics and the report.
+The method's options come from ``HHPConfig``'s declaration.  The release is
+verified by ``anonymizers.verify.claims`` unless ``--no-verify``; a release
+that fails it is not written (exit 1).  A release that would keep no member
+is refused (exit 2), as an unusable input.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ import os
 import re
 import sys
 from contextlib import contextmanager
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +53,7 @@ import pandas as pd
 from anonymizers.claims import HHPConfig, hhp_release
 from anonymizers.claims.inputs import OPTIONAL, _dates, _sex
 from anonymizers.claims.policy import DEFAULT_POLICY
+from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
 from anonymizers.errors import InputError
 from anonymizers.io import read_table, write_json
 from anonymizers.verify.claims import verify_hhp
@@ -64,29 +65,6 @@ CLAIM_OPTIONAL = ["dx_code", "age_at_service"] + [c for c in OPTIONAL if c != "b
 FILES = ("members.csv", "claims.csv", "metrics.json")
 # the value a message of anonymizers.claims.inputs ends with: ": '...'", ", got '...'"
 QUOTED = re.compile(r"(:|,\s*got)\s+('[^']*'|\"[^\"]*\"|-?[\d.]+|nan|None|NaT)$")
-DEFAULTS = {f.name: f.default for f in fields(HHPConfig)}
-
-# HHPConfig fields given as options: (type, help); defaults stay in HHPConfig
-NUMBERS = {
-    "k": (int, "equivalence-class threshold of a sampled member (section 5, 4.b.iii)"),
-    "max_sup": (float, "MaxSup: highest mean proportion of high-risk members (section 5)"),
-    "p_max": (int, "p_m of eq. (1): most values per quasi-identifier the adversary knows"),
-    "eta_sd": (float, "eta is capped at the mean plus this many standard deviations"),
-    "truncation_percentile": (float, "members keep at most this percentile of claims "
-                              "per member (section 1)"),
-    "sample_size": (int, "members drawn per risk iteration (section 5, 4.a)"),
-    "max_iterations": (int, "most risk iterations per lattice node"),
-    "min_iterations": (int, "iterations before the stopping rule may stop"),
-    "ci_halfwidth": (float, "stop once the 95%% CI is within +- this (0: run max)"),
-    "max_evaluations": (int, "most lattice nodes the search evaluates"),
-    "marketer_population": (int, "population size of the marketer risk (section 6)"),
-}
-LISTS = {  # comma-separated lists
-    "qis": "quasi-identifiers to use",
-    "marketer_qis": "member quasi-identifiers a marketer's list holds",
-    "rare_visible_codes": "ICD-9 codes or prefixes of rare visible diseases to screen out, "
-                          "added to the policy's",
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,32 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="member_id,claim_id,service_date,dx_code[,age_at_service,...]")
     parser.add_argument("--output", dest="output_dir", required=True, metavar="DIR",
                         help=f"folder to write {', '.join(FILES)} in (created if missing)")
-    parser.add_argument("--seed", type=int, required=True, metavar="N",
-                        help="seed of every random choice (risk sampling, pseudonyms); "
-                             "recorded in the metrics")
     parser.add_argument("--screening-policy", default="hhp-2012-v1", metavar="NAME|YAML",
                         help=f"bundled policy ({', '.join(POLICIES)}; default hhp-2012-v1) "
                              "or a policy YAML file")
-    parser.add_argument("--hierarchies", metavar="YAML", default=None,
-                        help="generalization hierarchies (default: the bundled file)")
-    for name, (kind, text) in NUMBERS.items():
-        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=argparse.SUPPRESS,
-                            help=f"{text} (default {DEFAULTS[name]})")
-    parser.add_argument("--p-rounding", choices=["round", "ceil", "floor"],
-                        default=argparse.SUPPRESS,
-                        help=f"how eq. (1) makes p whole (default {DEFAULTS['p_rounding']})")
-    for name, text in LISTS.items():
-        default = ",".join(DEFAULTS[name]) or "none"
-        parser.add_argument("--" + name.replace("_", "-"), metavar="A,B,...",
-                            type=_comma_list, default=argparse.SUPPRESS,
-                            help=f"{text} (default {default})")
-    parser.add_argument("--node", metavar="QI=LEVEL,...", type=_node, default=argparse.SUPPRESS,
-                        help="release this lattice node instead of searching")
+    add_config_options(parser, HHPConfig)
     parser.add_argument("--key", metavar="CSV", default=None,
                         help="also write the pseudonym -> source member id key here "
                              "(identifying: never release it)")
-    parser.add_argument("--no-verify", action="store_true",
-                        help="skip the independent verifier (not for releases)")
+    add_verify_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(str(args.claims), "the release would keep no member or no claim "
                          f"(screening removed {result.metrics['members_removed_by_screening']}"
                          f" of {result.metrics['input']['members']} members); nothing written")
-    verdict = None if args.no_verify else verify_hhp(result, claims, config.policy_path,
+    verdict = None if not args.verify else verify_hhp(result, claims, config.policy_path,
                                                      config.hierarchies_path)
     report = {"seed": result.metrics["seed"], "metrics": result.metrics,
               "verdict": None if verdict is None else verdict.as_dict(),
@@ -218,10 +178,7 @@ def _no_values(claims_path):
 
 
 def _config(args, policy_path: str) -> HHPConfig:
-    given = {n: getattr(args, n) for n in [*NUMBERS, "p_rounding", *LISTS, "node"]
-             if hasattr(args, n)}
-    return HHPConfig(seed=args.seed, policy_path=policy_path,
-                     hierarchies_path=args.hierarchies, **given)
+    return config_from_args(HHPConfig, args, policy_path=policy_path)
 
 
 def _policy(value: str) -> str:
@@ -246,17 +203,6 @@ def _output_dir(value: str) -> Path:
     if not os.access(parent, os.W_OK):
         raise InputError(option, "cannot be written (permission denied)")
     return out
-
-
-def _comma_list(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
-def _node(text: str) -> dict:
-    pairs = [p.split("=", 1) for p in _comma_list(text)]
-    if not pairs or any(len(p) != 2 for p in pairs):
-        raise argparse.ArgumentTypeError("expected QI=LEVEL,... e.g. dsfc=months,age=10y")
-    return {q.strip(): level.strip() for q, level in pairs}
 
 
 def _jsonable(x):

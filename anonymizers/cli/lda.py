@@ -1,10 +1,11 @@
 """``python -m anonymizers lda``: LDA on a ``patient_id,code,age[,service_date]`` CSV.
 
 Writes ``{"k": K, "records": [{"patient_id": ..., "trajectory": [[code, age], ...]}],
-"metrics": {...}}``.  Patient ids in the output are fresh pseudonyms; the map
-back to the input ids is written only if ``--map`` names a file (keep it
-private).  ``--verify`` re-checks the release with the independent verifier
-and fails (exit 3) if it does not hold.  An input that cannot give a release
+"metrics": {...}}``.  Patient ids in the output are fresh pseudonyms drawn
+from ``--seed`` (recorded in ``metrics``); the map back to the input ids is
+written only if ``--map`` names a file (keep it private).  The independent
+verifier re-checks the release before anything is written (``--no-verify``
+skips it); a failed check writes nothing (exit 1).  An input that cannot give a release
 keeping anything (no patient, fewer than k, or only ``('*', '*')`` pairs)
 exits 2 with one line, and writes nothing.
 
@@ -22,31 +23,22 @@ import sys
 
 import pandas as pd
 
+from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
 from anonymizers.io import (CODE_VERSION, add_code_system_arguments, clean_codes, read_table,
                             write_json)
 from anonymizers.longitudinal import LDAConfig, lda
-from anonymizers.longitudinal.framework import ICD_DOMAINS, NothingToRelease
+from anonymizers.longitudinal.framework import NothingToRelease
 from anonymizers.longitudinal.trajectories import OPTIONAL, REQUIRED
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--k", type=int, required=True, help="privacy level k (>= 1)")
-    parser.add_argument("--w-icd", type=float, default=0.5, help="ICD loss weight (default 0.5)")
-    parser.add_argument("--w-age", type=float, default=0.5, help="Age loss weight (default 0.5)")
-    parser.add_argument("--alignment", choices=["a-gs", "baseline"], default="a-gs",
-                        help="alignment used to cluster and anonymize (default a-gs)")
-    parser.add_argument("--icd-domain", choices=list(ICD_DOMAINS), default="data",
-                        help="what |A| of the loss metric counts for ICD: the data's distinct "
-                             "codes (default) or every code of the code system's tree")
+    add_config_options(parser, LDAConfig)
     add_code_system_arguments(parser)
-    parser.add_argument("--seed", type=int, default=None,
-                        help="random seed (default: fresh entropy, not reproducible)")
     parser.add_argument("--input", required=True, help="CSV: patient_id,code,age[,service_date]")
     parser.add_argument("--output", required=True, help="release JSON to write")
     parser.add_argument("--map", default=None,
                         help="optional CSV for the pseudonym -> patient_id map (private)")
-    parser.add_argument("--verify", action="store_true",
-                        help="re-check the release with the independent verifier")
+    add_verify_option(parser)
 
 
 def run(args) -> int:
@@ -54,27 +46,28 @@ def run(args) -> int:
     clean = clean_codes(read_table(args.input, REQUIRED, OPTIONAL + [CODE_VERSION]), source,
                         args.code_system, args.drop_unknown, args.mixed, args.gem)
     pairs = clean.table
-    config = LDAConfig(k=args.k, w_icd=args.w_icd, w_age=args.w_age, alignment=args.alignment,
-                       seed=args.seed, icd_domain=args.icd_domain, code_system=args.code_system)
+    config = config_from_args(LDAConfig, args, code_system=args.code_system)
     try:
         result = lda(pairs, config, source=source)
     except NothingToRelease as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result.metrics.update(clean.metrics(args.code_system))
-    write_json(release_json(result), args.output)
-    if args.map:
-        result.pseudonym_map.to_csv(args.map, index=False)
+    result.metrics["seed"] = config.seed
     if args.verify:
         from anonymizers.verify.longitudinal import verify_lda
-        verdict = verify_lda(result.records, result.pseudonym_map, pairs, args.k,
-                             code_system=args.code_system)
+        verdict = verify_lda(result.records, result.pseudonym_map, pairs, config.k,
+                             code_system=config.code_system)
         print(f"verifier: {'ok' if verdict.ok else 'FAILED'} ({verdict.checked} patients)",
               file=sys.stderr)
         for line in verdict.violations:
             print(f"  {line}", file=sys.stderr)
         if not verdict.ok:
-            return 3
+            print("error: the release failed verification; nothing written", file=sys.stderr)
+            return 1
+    write_json(release_json(result), args.output)
+    if args.map:
+        result.pseudonym_map.to_csv(args.map, index=False)
     return 0
 
 

@@ -16,33 +16,30 @@ from __future__ import annotations
 
 import sys
 
+from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
 from anonymizers.io import (CODE_VERSION, add_code_system_arguments, clean_codes, read_table,
                             write_json)
-from anonymizers.ppe import FILTERS, PPEConfig, extract_policy
+from anonymizers.ppe import PPEConfig, extract_policy
 from anonymizers.verify.ppe import verify_policy
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--k", type=int, required=True, help="anonymization threshold (>= 1)")
-    parser.add_argument("--filter", choices=FILTERS, default="all-visits",
-                        help="single-visit: one record per patient and visit_id; "
-                             "all-visits: one record per patient (default)")
+    add_config_options(parser, PPEConfig)
     parser.add_argument("--input", required=True, help="CSV: patient_id,code[,visit_id]")
     parser.add_argument("--output", required=True, help="policy JSON to write")
-    parser.add_argument("--no-verify", action="store_true",
-                        help="skip the independent verifier (faster; not for releases)")
+    add_verify_option(parser)
     add_code_system_arguments(parser)
 
 
 def run(args) -> int:
-    config = PPEConfig(k=args.k, filter=args.filter)
-    required = ["patient_id", "code"] + (["visit_id"] if args.filter == "single-visit" else [])
+    config = config_from_args(PPEConfig, args)
+    required = ["patient_id", "code"] + (["visit_id"] if config.filter == "single-visit" else [])
     clean = clean_codes(read_table(args.input, required, [CODE_VERSION]), str(args.input),
                         args.code_system, args.drop_unknown, args.mixed, args.gem,
                         keep_spelling=True)
     df = clean.table
     result = extract_policy(df, config, source=str(args.input))
-    if not args.no_verify:
+    if args.verify:
         verdict = verify_policy(df, result.to_dict(), config.k, config.filter)
         if not verdict.ok:
             print("error: the extracted policy failed verification; nothing written:",

@@ -3,7 +3,7 @@
 Input CSV ``patient_id,code``; a privacy policy JSON written by ``ppe``; a
 utility policy given as a JSON file or a bundled name (``pnas2010``,
 ``pnas2010-k5``, ...).  Output JSON ``{"k", "items", "suppressed", "records",
-"metrics"}`` with fresh, seeded pseudonyms as patient ids.  The release is
+"metrics"}`` with fresh pseudonyms drawn from ``--seed`` (recorded in ``metrics``) as patient ids.  The release is
 re-checked by the independent verifier first; a failed check writes nothing.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
 from anonymizers.errors import ParameterError
 from anonymizers.io import read_json, read_table, write_json
 from anonymizers.ppe import policy_from_dict
@@ -20,7 +21,7 @@ from anonymizers.verify.ugaclip import verify_release
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--k", type=int, required=True, help="anonymization threshold (>= 1)")
+    add_config_options(parser, UGACLIPConfig)
     parser.add_argument("--privacy-policy", required=True, help="policy JSON from `ppe`")
     parser.add_argument("--utility-policy", required=True,
                         help=f"JSON file, or one of: {', '.join(bundled())}")
@@ -28,14 +29,11 @@ def add_arguments(parser) -> None:
                         help="remove dots from the utility policy's codes (493.00 -> 49300)")
     parser.add_argument("--input", required=True, help="CSV: patient_id,code")
     parser.add_argument("--output", required=True, help="release JSON to write")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the pseudonyms and the RE query workload (default 0)")
-    parser.add_argument("--no-verify", action="store_true",
-                        help="skip the independent verifier (not for releases)")
+    add_verify_option(parser)
 
 
 def run(args) -> int:
-    config = UGACLIPConfig(k=args.k, seed=args.seed)
+    config = config_from_args(UGACLIPConfig, args)
     policy = policy_from_dict(read_json(args.privacy_policy), source=str(args.privacy_policy))
     if config.k > policy.k:
         raise ParameterError("k", f"the privacy policy was extracted with k={policy.k}, so it "
@@ -45,7 +43,8 @@ def run(args) -> int:
     df = read_table(args.input, ["patient_id", "code"])
     result = ugaclip(df, policy.constraints, utility, config, source=str(args.input))
     release = result.to_dict()
-    if not args.no_verify:
+    release["metrics"]["seed"] = config.seed
+    if args.verify:
         verdict = verify_release(df, release, policy.constraints, config.k)
         if not verdict.ok:
             print("error: the release failed verification; nothing written:",

@@ -1,122 +1,103 @@
 """Parameters of DISASSOCIATION (Loukides et al. 2014, Sections 4 and 7) and
-their validation."""
+of drawing a dataset from its release (Fig. 5), and their validation."""
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
+from anonymizers.declare import param, parameters, validate
+from anonymizers.disassociation.reconstruct import (DEFAULT_ITEM_SUPPORT, DEFAULT_LINKING,
+                                                    ITEM_SUPPORT, LINKING)
 from anonymizers.errors import ParameterError
 
 MAX_M = 5
 
 
+@parameters
 @dataclass(frozen=True)
 class DisassociationConfig:
-    """What DISASSOCIATION protects against and how it keeps utility.
+    """What DISASSOCIATION protects against and how it keeps utility."""
 
-    Parameters
-    ----------
-    k : int
-        Privacy parameter of k^m-anonymity (Definition 1, Guarantee 1): an
-        attacker who knows up to ``m`` codes of a record must face at least
-        ``k`` candidate records.  At least 2.
-    m : int
-        Most codes an attacker knows.  1 to 5 (the paper evaluates up to 5,
-        Section 6.5).
-    max_cluster_size : int or None, default None
-        ``maxClusterSize`` of HORPART (Fig. 8): a part with fewer records is
-        not split further.  ``None`` means ``2 * k``, the value the paper fixes
-        (Section 5, footnote 3).  At least ``k``.
-    utility_policy : sequence of sequences of str, or None, default None
-        The utility constraints ``U`` (Section 3.1): disjoint sets of codes
-        whose association the release should keep (see
-        ``anonymizers.policies``).  Codes absent from the data are ignored.
-        ``None`` or empty: no constraints.
-    refine : bool, default True
-        Run the refining step (Fig. 10): join clusters and move codes that
-        several item chunks share into shared chunks.
-    max_joint_clusters : int or None, default None
-        Most clusters one joint cluster may join during refining.  ``None``:
-        no bound (a joint cluster grows while growing it moves more code
-        occurrences out of item chunks).  At least 2.
-    refine_window : int or None, default None
-        Refining joins clusters only within windows of this many consecutive
-        clusters (HORPART order), so that the work can be split into batches
-        of whole windows without changing the result (see ``batches``).
-        ``None``: one window, the whole dataset (the paper joins any
-        clusters).  Smaller windows trade single-code accuracy for
-        parallelism and for frequent pairs (benchmarks/disassociation.md).
-    seed : int or None, default None
-        Accepted for callers that pass one; the release does not use it.
-        Section 3.2 shuffles every chunk at random; a seeded shuffle could be
-        replayed by anyone who learns the (recorded) seed, so chunks list their
-        subrecords in sorted order instead (see ``batches``).
-    repeated_codes : bool, default False
-        Section 7.1: read the input as multisets; the i-th occurrence of a
-        code in a record becomes the distinct code ``"<code>#<i>"`` (in the
-        data and in the utility constraints).  When False, repeated
-        (patient, code) rows collapse to one.
-    sensitive_codes : collection of str, default ()
-        Section 7.2 (l-diversity): codes never used to split clusters and
-        always placed in the item chunk (never refined into shared chunks).
-        With ``repeated_codes`` every occurrence of a listed code is sensitive.
-    """
-
-    k: int
-    m: int
-    max_cluster_size: int | None = None
-    utility_policy: tuple[tuple[str, ...], ...] | None = None
-    refine: bool = True
-    max_joint_clusters: int | None = None
-    refine_window: int | None = None
-    seed: int | None = None
-    repeated_codes: bool = False
-    sensitive_codes: frozenset[str] = frozenset()
+    k: int = param(kind="int", minimum=2,
+                   doc="Privacy parameter of k^m-anonymity (Definition 1, Guarantee 1): an "
+                   "attacker who knows up to m codes of a record must face at least k "
+                   "candidate records (k = 1 protects nothing).")
+    m: int = param(kind="int", minimum=1, maximum=MAX_M,
+                   doc="Most codes an attacker knows (the paper evaluates up to 5, "
+                   "Section 6.5).")
+    max_cluster_size: int | None = param(
+        None, kind="int", minimum=2, nullable=True,
+        doc="maxClusterSize of HORPART (Fig. 8): a part with fewer records is not split "
+        "further.  None means 2k, the value the paper fixes (Section 5, footnote 3).  At "
+        "least k.")
+    utility_policy: tuple[tuple[str, ...], ...] | None = param(
+        None, kind="object", nullable=True, cli=False,
+        json={"type": "array", "items": {"type": "array", "items": {"type": "string"}}},
+        doc="The utility constraints U (Section 3.1): disjoint sets of codes whose "
+        "association the release should keep (see anonymizers.policies).  Codes absent "
+        "from the data are ignored.  None or empty: no constraints.")
+    refine: bool = param(True, kind="bool",
+                         doc="Run the refining step (Fig. 10): join clusters and move codes "
+                         "that several item chunks share into shared chunks.")
+    max_joint_clusters: int | None = param(
+        None, kind="int", minimum=2, nullable=True,
+        doc="Most clusters one joint cluster may join during refining.  None: no bound (a "
+        "joint cluster grows while growing it moves more code occurrences out of item "
+        "chunks).")
+    refine_window: int | None = param(
+        None, kind="int", minimum=1, nullable=True,
+        doc="Refining joins clusters only within windows of this many consecutive clusters "
+        "(HORPART order), so that the work can be split into batches of whole windows "
+        "without changing the result (see batches).  None: one window, the whole dataset "
+        "(the paper joins any clusters).  Smaller windows trade single-code accuracy for "
+        "parallelism and for frequent pairs (benchmarks/disassociation.md).")
+    seed: int | None = param(
+        None, kind="int", minimum=0, nullable=True,
+        doc="Recorded with the release; the release does not use it.  Section 3.2 shuffles "
+        "every chunk at random; a seeded shuffle could be replayed by anyone who learns the "
+        "(recorded) seed, so chunks list their subrecords in sorted order instead (see "
+        "batches).")
+    repeated_codes: bool = param(
+        False, kind="bool",
+        doc="Section 7.1: read the input as multisets; the i-th occurrence of a code in a "
+        "record becomes the distinct code '<code>#<i>' (in the data and in the utility "
+        "constraints).  When False, repeated (patient, code) rows collapse to one.")
+    sensitive_codes: frozenset[str] = param(
+        frozenset(), kind="str_list", check=lambda name, codes: frozenset(codes),
+        doc="Section 7.2 (l-diversity): codes never used to split clusters and always "
+        "placed in the item chunk (never refined into shared chunks).  With repeated_codes "
+        "every occurrence of a listed code is sensitive.")
 
     def __post_init__(self):
-        _check_int("k", self.k, 2, "k must be at least 2 (k = 1 protects nothing)")
-        _check_int("m", self.m, 1, f"m must be between 1 and {MAX_M}", high=MAX_M)
+        validate(self)
         if self.max_cluster_size is None:
-            object.__setattr__(self, "max_cluster_size", 2 * int(self.k))
-        _check_int("max_cluster_size", self.max_cluster_size, int(self.k),
-                   f"max_cluster_size must be at least k = {self.k}")
-        if self.max_joint_clusters is not None:
-            _check_int("max_joint_clusters", self.max_joint_clusters, 2,
-                       "max_joint_clusters must be None or at least 2")
-        if self.refine_window is not None:
-            _check_int("refine_window", self.refine_window, 1,
-                       "refine_window must be None or at least 1")
-        if self.seed is not None:
-            _check_int("seed", self.seed, 0, "seed must be a non-negative integer or None")
-        for name in ("refine", "repeated_codes"):
-            if not isinstance(getattr(self, name), bool):
-                raise ParameterError(name, f"must be True or False, got {getattr(self, name)!r}")
-        for name in ("k", "m", "max_cluster_size"):
-            object.__setattr__(self, name, int(getattr(self, name)))
+            object.__setattr__(self, "max_cluster_size", 2 * self.k)
+        if self.max_cluster_size < self.k:
+            raise ParameterError("max_cluster_size", f"max_cluster_size must be at least "
+                                 f"k = {self.k}; got {self.max_cluster_size!r}")
         object.__setattr__(self, "utility_policy", _checked_policy(self.utility_policy))
-        object.__setattr__(self, "sensitive_codes", _checked_codes(self.sensitive_codes))
 
 
-def _check_int(name, value, low, message, high=None):
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not ok or value < low or (high is not None and value > high):
-        raise ParameterError(name, f"{message}; got {value!r}")
+@parameters
+@dataclass(frozen=True)
+class ReconstructConfig:
+    """How one dataset is drawn from a disassociated release (Fig. 5)."""
 
+    seed: int = param(kind="int", minimum=0, doc="Seed of the draw.")
+    item_support: str = param(
+        DEFAULT_ITEM_SUPPORT, kind="str", choices=ITEM_SUPPORT,
+        doc="How many records get an item-chunk code: one record (one, the consistent rule "
+        "that answers counts best, the default), uniform in 1..min(|P|, k-1) (below_k), or uniform in "
+        "1..|P| (cluster, Fig. 5).")
+    linking: str = param(
+        DEFAULT_LINKING, kind="str", choices=LINKING,
+        doc="Which records get the subrecords and item codes of a cluster: those holding the "
+        "codes the release shows them co-occurring with (association: better on counts of "
+        "several codes, the default; sometimes worse on constraints matched by any of their codes), or "
+        "records drawn at random (random).")
 
-def _checked_codes(codes) -> frozenset[str]:
-    if isinstance(codes, str):
-        raise ParameterError("sensitive_codes", "must be a collection of code strings, "
-                             f"not one string ({codes!r})")
-    try:
-        items = list(codes)
-    except TypeError:
-        raise ParameterError("sensitive_codes", "must be a collection of code strings; "
-                             f"got {type(codes).__name__}") from None
-    for c in items:
-        if not isinstance(c, str) or not c:
-            raise ParameterError("sensitive_codes", f"codes are non-empty strings; got {c!r}")
-    return frozenset(items)
+    def __post_init__(self):
+        validate(self)
 
 
 def _checked_policy(policy) -> tuple[tuple[str, ...], ...] | None:

@@ -4,104 +4,26 @@ Readings chosen and why: docs/methods/lda.md#longitudinal-framework."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from anonymizers.codesystems import check_system
-from anonymizers.errors import InputError, ParameterError
-from anonymizers.hierarchy import ROOT, Hierarchy
+from anonymizers.errors import InputError
+from anonymizers.hierarchy import ROOT
 from anonymizers.longitudinal import hierarchies as hz
 from anonymizers.longitudinal.alignment import Pairs, Trees, ags, baseline
 from anonymizers.longitudinal.batch import CostModel, Encoded, ags_costs, baseline_costs
 from anonymizers.longitudinal.clustering import greedy, mdav, trajectory_keys
+from anonymizers.longitudinal.config import LDAConfig
 from anonymizers.longitudinal.release import Release, assemble
 from anonymizers.longitudinal.trajectories import Trajectories, build_trajectories
 from anonymizers.pseudonyms import generator
 
-ALIGNMENTS = ("a-gs", "baseline")
-ICD_DOMAINS = ("data", "hierarchy")
-
 
 class NothingToRelease(InputError):
     """The input cannot give a release that keeps anything (see module doc)."""
-
-
-@dataclass(frozen=True)
-class LDAConfig:
-    """Parameters of LDA.
-
-    Parameters
-    ----------
-    k : int
-        Privacy level: every released trajectory is shared by at least k
-        patients.  Must be >= 1 and at most the number of patients.
-    w_icd : float, default 0.5
-        Weight of ICD information loss in A-GS (Algorithm 3); >= 0.
-    w_age : float, default 0.5
-        Weight of Age information loss in A-GS; >= 0 and w_icd + w_age = 1.
-        Baseline ignores both weights, as in the thesis.
-    alignment : {'a-gs', 'baseline'}, default 'a-gs'
-        The alignment used both as clustering distance and to anonymize a
-        cluster.
-    seed : int or None, default None
-        Seed of the numpy Generator behind every random choice (MDAV's ties,
-        pseudonyms).  None draws fresh entropy: the release is then not
-        reproducible.
-    code_system : {'icd9cm', 'icd10cm'}, default 'icd9cm'
-        Code system of the data (``anonymizers.codesystems``): with no
-        ``icd_hierarchy``, LDA generalizes codes through this system's tree
-        and releases them with its display and level names (``401.1`` and
-        ``3-digit``; ``S52.521A`` and ``category``).
-    icd_hierarchy : Hierarchy or None, default None
-        Generalization tree for codes; None is the tree of ``code_system``.
-    age_hierarchy : Hierarchy or None, default None
-        Generalization tree for ages (labels are the ages as strings); None is
-        the full binary tree over 1..128 of Section IV.4.4.
-    icd_domain : {'data', 'hierarchy'}, default 'data'
-        What ``|A|`` and the leaf counts of Definition 4 count for ICD: the
-        dataset's distinct codes (Table 3's ``|ICD|``) or every leaf of the
-        ICD hierarchy (see the module doc).
-    pseudonym_key : bytes or None, default None
-        Secret key of the pseudonym permutation (``anonymizers.pseudonyms``):
-        with it the permutation cannot be drawn again from the seed alone.
-        Not shown in the config's repr.
-    """
-
-    k: int
-    w_icd: float = 0.5
-    w_age: float = 0.5
-    alignment: str = "a-gs"
-    seed: int | None = None
-    code_system: str = "icd9cm"
-    icd_hierarchy: Hierarchy | None = field(default=None, compare=False)
-    age_hierarchy: Hierarchy | None = field(default=None, compare=False)
-    icd_domain: str = "data"
-    pseudonym_key: bytes | None = field(default=None, repr=False)
-
-    def __post_init__(self):
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
-            raise ParameterError("k", f"must be a whole number >= 1, got {self.k!r}")
-        for name in ("w_icd", "w_age"):
-            w = getattr(self, name)
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not w >= 0:
-                raise ParameterError(name, f"must be a number >= 0, got {w!r}")
-        if abs(self.w_icd + self.w_age - 1.0) > 1e-9:
-            raise ParameterError("w_icd", f"w_icd + w_age must be 1, got "
-                                          f"{self.w_icd} + {self.w_age}")
-        if self.alignment not in ALIGNMENTS:
-            raise ParameterError("alignment", f"must be one of {list(ALIGNMENTS)}, "
-                                              f"got {self.alignment!r}")
-        if self.icd_domain not in ICD_DOMAINS:
-            raise ParameterError("icd_domain", f"must be one of {list(ICD_DOMAINS)}, "
-                                               f"got {self.icd_domain!r}")
-        check_system(self.code_system)
-        if self.seed is not None and (isinstance(self.seed, bool) or
-                                      not isinstance(self.seed, (int, np.integer))
-                                      or self.seed < 0):
-            raise ParameterError("seed", f"must be a whole number >= 0 or None, got {self.seed!r}")
 
 
 @dataclass(frozen=True)

@@ -7,63 +7,34 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from anonymizers.errors import ParameterError
+from anonymizers.declare import param, parameters, pseudonym_key, validate
 
 
+@parameters
 @dataclass(frozen=True)
 class UGACLIPConfig:
-    """Parameters of UGACLIP (Loukides et al., PNAS 2010, SI Algorithm 2).
+    """Parameters of UGACLIP (Loukides et al., PNAS 2010, SI Algorithm 2)."""
 
-    Parameters
-    ----------
-    k : int
-        Anonymization threshold, >= 1: every privacy constraint must end up
-        held by at least ``k`` records of the output, or fully suppressed.
-    seed : int, default 0
-        Seed of the ``numpy.random.Generator`` that draws the output's fresh
-        patient pseudonyms and the COUNT-query workload of the RE metric.
-        UGACLIP itself makes no random choice (ties break by input order).
-    re_query_sizes : tuple of int, default (1, 2)
-        Sizes q of the COUNT queries (q codes each) whose relative error is
-        reported.
-    re_queries : int, default 200
-        Queries drawn per size; 0 skips the RE metric.
-    unplaced_weight : float, default 1.0
-        Semantic weight w, in (0, 1], of an item holding a code the hierarchy
-        cannot place (see ``anonymizers.ugaclip.loss``).
-    pseudonym_key : bytes or None, default None
-        Secret key of the pseudonym permutation (``anonymizers.pseudonyms``):
-        with it the permutation cannot be drawn again from the seed alone.
-        Not shown in the config's repr.
-    """
-
-    k: int
-    seed: int = 0
-    re_query_sizes: tuple = (1, 2)
-    re_queries: int = 200
-    unplaced_weight: float = 1.0
-    pseudonym_key: bytes | None = field(default=None, repr=False)
+    k: int = param(kind="int", minimum=1,
+                   doc="Anonymization threshold: every privacy constraint must end up held "
+                   "by at least k records of the output, or fully suppressed.")
+    seed: int = param(0, kind="int", minimum=0,
+                      doc="Seed of the numpy Generator that draws the output's fresh patient "
+                      "pseudonyms and the COUNT-query workload of the RE metric.  UGACLIP "
+                      "itself makes no random choice (ties break by input order).")
+    re_query_sizes: tuple = param((1, 2), kind="int_list", minimum=1,
+                                  doc="Sizes q of the COUNT queries (q codes each) whose "
+                                  "relative error is reported.")
+    re_queries: int = param(200, kind="int", minimum=0,
+                            doc="Queries drawn per size; 0 skips the RE metric.")
+    unplaced_weight: float = param(1.0, kind="number", minimum=0, maximum=1,
+                                   exclusive_minimum=True,
+                                   doc="Semantic weight w of an item holding a code the "
+                                   "hierarchy cannot place (see anonymizers.ugaclip.loss).")
+    pseudonym_key: bytes | None = pseudonym_key()
 
     def __post_init__(self):
-        _check_int("k", self.k, 1)
-        _check_int("seed", self.seed, 0)
-        _check_int("re_queries", self.re_queries, 0)
-        sizes = tuple(self.re_query_sizes)
-        if not sizes:
-            raise ParameterError("re_query_sizes", "give at least one query size")
-        for q in sizes:
-            _check_int("re_query_sizes", q, 1)
-        object.__setattr__(self, "re_query_sizes", sizes)
-        w = self.unplaced_weight
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w <= 1:
-            raise ParameterError("unplaced_weight", f"must be a number in (0, 1], got {w!r}")
-
-
-def _check_int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ParameterError(name, f"must be an integer, got {value!r}")
-    if value < minimum:
-        raise ParameterError(name, f"must be at least {minimum}, got {value}")
+        validate(self)
 
 
 @dataclass(frozen=True)

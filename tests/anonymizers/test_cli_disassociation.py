@@ -85,7 +85,7 @@ def test_reconstruct_says_which_rule_it_used(files, capsys):
     capsys.readouterr()
     assert main(["reconstruct", "--input", str(tmp / "out.json"), "--seed", "2",
                  "--output", str(tmp / "drawn.csv")]) == 0
-    assert "(item-chunk codes: one, linking: association)" in capsys.readouterr().out
+    assert "(seed 2, item-chunk codes: one, linking: association)" in capsys.readouterr().out
     assert main(["reconstruct", "--input", str(tmp / "out.json"), "--seed", "2",
                  "--output", str(tmp / "drawn.csv"), "--linking", "random"]) == 0
     assert "linking: random)" in capsys.readouterr().out

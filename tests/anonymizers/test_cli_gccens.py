@@ -34,7 +34,7 @@ def files(tmp_path):
 
 
 def cli(files, *extra, k="2"):
-    return main(["gccens", "--k", k, "--population", str(files / "pop.csv"),
+    return main(["gccens", "--k", k, "--seed", "1", "--population", str(files / "pop.csv"),
                  "--input", str(files / "sample.csv"), "--output", str(files / "out.json"),
                  *extra])
 
@@ -112,7 +112,7 @@ def test_k_larger_than_the_population(files, capsys):
 
 
 def test_module_entry_point_runs(files):
-    out = subprocess.run([sys.executable, "-m", "anonymizers", "gccens", "--k", "2",
+    out = subprocess.run([sys.executable, "-m", "anonymizers", "gccens", "--k", "2", "--seed", "1",
                           "--population", str(files / "pop.csv"),
                           "--input", str(files / "sample.csv"),
                           "--output", str(files / "out.json"), "--cap", "2"],

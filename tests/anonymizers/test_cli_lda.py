@@ -74,7 +74,7 @@ def test_baseline_and_weights(pairs_csv, tmp_path):
     (["--k", "0"], "parameter 'k'"),
     (["--k", "2", "--w-icd", "0.7"], "w_icd + w_age must be 1")])
 def test_user_errors_exit_1(pairs_csv, tmp_path, capsys, args, message):
-    code = main(["lda", *args, "--input", str(pairs_csv), "--output", str(tmp_path / "o.json")])
+    code = main(["lda", *args, "--seed", "1", "--input", str(pairs_csv), "--output", str(tmp_path / "o.json")])
     assert code == 1
     assert message in capsys.readouterr().err
 
@@ -95,7 +95,7 @@ def test_a_release_that_keeps_nothing_exits_2_with_one_line(tmp_path, capsys, ro
 
 
 def test_k_larger_than_the_data_exits_2(pairs_csv, tmp_path, capsys):
-    assert main(["lda", "--k", "9", "--input", str(pairs_csv),
+    assert main(["lda", "--k", "9", "--seed", "1", "--input", str(pairs_csv),
                  "--output", str(tmp_path / "o.json")]) == 2
     assert "6 patient(s) for k=9" in capsys.readouterr().err
 
@@ -108,10 +108,10 @@ def test_icd_domain_option(pairs_csv, tmp_path):
 
 
 def test_missing_input_and_bad_age(tmp_path, capsys):
-    assert main(["lda", "--k", "2", "--input", str(tmp_path / "nope.csv"),
+    assert main(["lda", "--k", "2", "--seed", "1", "--input", str(tmp_path / "nope.csv"),
                  "--output", str(tmp_path / "o.json")]) == 2
     assert "file not found" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("patient_id,code,age\n1,401.1,40\n2,401.1,forty\n")
-    assert main(["lda", "--k", "1", "--input", str(bad), "--output", str(tmp_path / "o.json")]) == 2
+    assert main(["lda", "--k", "1", "--seed", "1", "--input", str(bad), "--output", str(tmp_path / "o.json")]) == 2
     assert "row 2, field 'age'" in capsys.readouterr().err

@@ -110,8 +110,8 @@ def test_ugaclip_bundled_policy_and_k_check(files, capsys):
     tmp, claims, records, _ = files
     policy, out = tmp / "policy.json", tmp / "out.json"
     assert main(["ppe", "--k", "2", "--input", str(claims), "--output", str(policy)]) == 0
-    base = ["ugaclip", "--privacy-policy", str(policy), "--input", str(records),
-            "--output", str(out)]
+    base = ["ugaclip", "--seed", "0", "--privacy-policy", str(policy), "--input",
+            str(records), "--output", str(out)]
     assert main(base + ["--k", "2", "--utility-policy", "pnas2010-k2"]) == 0
     release = json.loads(out.read_text())
     assert ["493.00", "493.01", "493.02"] in release["items"] or "493.00" in release["suppressed"]

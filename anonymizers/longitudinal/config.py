@@ -1,0 +1,65 @@
+"""Parameters of LDA (Tamersoy 2011, Chapter IV) and their validation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from anonymizers.codesystems import CODE_SYSTEMS
+from anonymizers.declare import param, parameters, pseudonym_key, validate
+from anonymizers.errors import ParameterError
+from anonymizers.hierarchy import Hierarchy
+
+ALIGNMENTS = ("a-gs", "baseline")
+ICD_DOMAINS = ("data", "hierarchy")
+
+
+def _tree(doc: str):
+    """A generalization tree: an object, set by code, not on a command line or a form."""
+    return param(None, kind="object", nullable=True, cli=False, schema=False, compare=False,
+                 doc=doc)
+
+
+@parameters
+@dataclass(frozen=True)
+class LDAConfig:
+    """Parameters of LDA."""
+
+    k: int = param(kind="int", minimum=1,
+                   doc="Privacy level: every released trajectory is shared by at least k "
+                   "patients.  At most the number of patients.")
+    w_icd: float = param(0.5, kind="number", minimum=0,
+                         doc="Weight of ICD information loss in A-GS (Algorithm 3).")
+    w_age: float = param(0.5, kind="number", minimum=0,
+                         doc="Weight of Age information loss in A-GS; w_icd + w_age = 1.  "
+                         "Baseline ignores both weights, as in the thesis.")
+    alignment: str = param("a-gs", kind="str", choices=ALIGNMENTS,
+                           doc="The alignment used both as clustering distance and to "
+                           "anonymize a cluster.")
+    seed: int | None = param(
+        None, kind="int", minimum=0, nullable=True,
+        doc="Seed of the numpy Generator behind every random choice (MDAV's ties, "
+        "pseudonyms).  None draws fresh entropy: the release is then not reproducible.")
+    # on the command line --code-system is an option of every command reading codes
+    # (anonymizers.io.add_code_system_arguments)
+    code_system: str = param(
+        "icd9cm", kind="str", choices=CODE_SYSTEMS, cli=False,
+        doc="Code system of the data (anonymizers.codesystems): with no icd_hierarchy, LDA "
+        "generalizes codes through this system's tree and releases them with its display "
+        "and level names (401.1 and 3-digit; S52.521A and category).")
+    icd_hierarchy: Hierarchy | None = _tree(
+        "Generalization tree for codes; None is the tree of code_system.")
+    age_hierarchy: Hierarchy | None = _tree(
+        "Generalization tree for ages (labels are the ages as strings); None is the full "
+        "binary tree over 1..128 of Section IV.4.4.")
+    icd_domain: str = param(
+        "data", kind="str", choices=ICD_DOMAINS,
+        doc="What |A| and the leaf counts of Definition 4 count for ICD: the dataset's "
+        "distinct codes (Table 3's |ICD|) or every leaf of the ICD hierarchy (see "
+        "anonymizers.longitudinal.framework).")
+    pseudonym_key: bytes | None = pseudonym_key()
+
+    def __post_init__(self):
+        validate(self)
+        if abs(self.w_icd + self.w_age - 1.0) > 1e-9:
+            raise ParameterError("w_icd", f"w_icd + w_age must be 1, got "
+                                          f"{self.w_icd} + {self.w_age}")
