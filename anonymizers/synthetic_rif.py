@@ -258,24 +258,39 @@ def rif_chunks(config: SyntheticConfig, first_year: int | None = None, split: bo
     named after their files: ``beneficiary_<year>`` and the claim files
     (``RIF_TYPES`` with ``split``, else only carrier, inpatient, outpatient).
     Module docstring: what is filled and how."""
+    for pieces in _pieces(config, first_year, split):
+        out: dict[str, list] = {}
+        for name, frame in pieces:
+            out.setdefault(name, []).append(frame)
+        yield {name: pd.concat(frames, ignore_index=True) for name, frames in out.items()}
+
+
+SLICE = 20_000  # claims per frame built: bounds memory, whatever chunk_members is
+
+
+def _pieces(config: SyntheticConfig, first_year: int | None, split: bool):
+    """Per generated chunk, an iterator of (file name, frame) pieces, every
+    file of the layout at least once (claim files in ``SLICE``-claim pieces)."""
     first_year = default_first_year(config.code_system) if first_year is None else first_year
     if not 1900 < first_year < 2100:
         raise ParameterError("first_year", f"must be a year of 1901-2099, got {first_year}")
     shift = first_year - SOURCE_YEAR
     flag = FLAGS[config.code_system]
     for c, chunk in enumerate(generate(config)):
-        rng = np.random.default_rng([config.seed, 0x52494627, c])
-        out = _beneficiaries(chunk["beneficiary_summary"], shift)
-        parts: dict[str, list] = {t: [] for t in (RIF_TYPES if split else CLAIM_TYPES)}
-        for kind in CLAIM_TYPES:
-            claims = chunk[f"{kind}_claims"]
-            types, shares = SPLIT[kind] if split else ((kind,), (1.0,))
-            which = rng.choice(len(types), size=len(claims), p=shares)
-            for i, rif_type in enumerate(types):
-                parts[rif_type].append(_claims(rif_type, claims[which == i], shift, flag, rng))
-        for rif_type, frames in parts.items():
-            out[rif_type] = pd.concat(frames, ignore_index=True)
-        yield out
+        yield _chunk_pieces(chunk, np.random.default_rng([config.seed, 0x52494627, c]),
+                            shift, flag, split)
+
+
+def _chunk_pieces(chunk, rng, shift: int, flag: str, split: bool):
+    yield from _beneficiaries(chunk["beneficiary_summary"], shift).items()
+    for kind in CLAIM_TYPES:
+        claims = chunk[f"{kind}_claims"]
+        types, shares = SPLIT[kind] if split else ((kind,), (1.0,))
+        which = rng.choice(len(types), size=len(claims), p=shares)
+        for i, rif_type in enumerate(types):
+            part = claims[which == i]
+            for lo in range(0, max(len(part), 1), SLICE):
+                yield rif_type, _claims(rif_type, part.iloc[lo:lo + SLICE], shift, flag, rng)
 
 
 def _beneficiaries(bene: pd.DataFrame, shift: int) -> dict[str, pd.DataFrame]:
@@ -364,8 +379,8 @@ def write_rif(config: SyntheticConfig, directory, first_year: int | None = None,
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     records: dict[str, int] = {}
-    for chunk in rif_chunks(config, first_year, split):
-        for name, frame in chunk.items():
+    for pieces in _pieces(config, first_year, split):
+        for name, frame in pieces:
             frame.to_csv(directory / f"{name}.csv", sep="|", index=False,
                          mode="a" if name in records else "w", header=name not in records,
                          lineterminator="\n")
