@@ -256,6 +256,7 @@ def write_rif(config: SyntheticConfig, directory) -> dict[str, int]:
     (2008-2010) and claim types (carrier, inpatient, outpatient): records per
     file.  ``anonymizers.synthetic_rif.write_rif`` writes today's layout in
     full (ICD-10 years, SNF/HHA/hospice/DME)."""
-    from anonymizers.synthetic_rif import SOURCE_YEAR, write_rif as write
+    from anonymizers.synthetic_rif import SOURCE_YEAR
+    from anonymizers.synthetic_rif import write_rif as write
 
     return write(config, directory, first_year=SOURCE_YEAR, split=False)

@@ -4,10 +4,11 @@ or, with ``--layout rif --out DIR``, write them as CCW RIF files
 
 from __future__ import annotations
 
-from anonymizers.synthetic import SyntheticConfig, generate
 from deid.admin_setup import SOURCE_TABLES as TABLES
 from deid.pgcopy import copy_frame
 from deid.warehouse import connect, ensure_schemas
+
+from anonymizers.synthetic import SyntheticConfig, generate
 
 
 def source_counts() -> dict[str, int]:

@@ -12,8 +12,14 @@ import pytest
 
 from anonymizers.errors import ParameterError
 from anonymizers.synthetic import CLAIM_TYPES, SyntheticConfig, generate
-from anonymizers.synthetic_rif import (COLUMNS, RIF_TYPES, rif_chunks, rif_date, shift_years,
-                                       write_rif)
+from anonymizers.synthetic_rif import (
+    COLUMNS,
+    RIF_TYPES,
+    rif_chunks,
+    rif_date,
+    shift_years,
+    write_rif,
+)
 
 
 def digest(directory) -> dict[str, str]:
