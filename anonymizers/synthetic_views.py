@@ -13,9 +13,9 @@ what a method needs, so memory is bounded by the output, not by the claims:
   records of LDA (Tamersoy 2011, IV.2.2 and Table 3), optionally subsampled
   to a target number of pairs per member.
 
-- ``write_rif`` / ``rif_tables``: the generated claims in CMS's CCW RIF
-  layout (pipe-delimited, ``DD-Mon-YYYY`` dates, ``*_VRSN_CD`` flags), as
-  ``deid.rif_loader`` reads it.
+- ``write_rif``: the generated claims in CMS's CCW RIF layout as
+  ``deid.rif_loader`` reads it, in the generator's own years and claim types
+  (``anonymizers.synthetic_rif`` does the writing).
 
 Codes are the generator's undotted codes of ``config.code_system``.  The
 3-digit ICD-9-CM category of a code is its first three characters, four for
@@ -241,8 +241,6 @@ def _checked_categories(categories: Iterable[str], code_system: str = "icd9cm"
     return {c: i for i, c in enumerate(sorted(set(cats)))}
 
 
-
-
 def _checked_icd10_categories(categories: Iterable[str]) -> dict[str, int]:
     cats = [str(c).strip().upper() for c in
             ([categories] if isinstance(categories, str) else categories)]
@@ -253,72 +251,12 @@ def _checked_icd10_categories(categories: Iterable[str]) -> dict[str, int]:
     return {c: i for i, c in enumerate(sorted(set(cats)))}
 
 
-RIF_MONTHS = np.array(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
-                       "Nov", "Dec"], dtype=object)
-RIF_FLAGS = {"icd9cm": "9", "icd10cm": "0"}  # CCW *_VRSN_CD (anonymizers.codesystems)
-
-
-def rif_date(iso: pd.Series) -> pd.Series:
-    """``2015-05-30`` -> ``30-May-2015`` (the CCW RIF's date form), locale-free."""
-    d = pd.to_datetime(iso)
-    text = (d.dt.day.map("{:02d}".format) + "-" + pd.Series(RIF_MONTHS[(d.dt.month - 1)
-            .fillna(0).astype(int)], index=d.index) + "-" + d.dt.year.astype("Int64").astype(str))
-    return text.where(d.notna(), "")
-
-
-def rif_tables(chunk: dict[str, pd.DataFrame], code_system: str) -> dict[str, pd.DataFrame]:
-    """One generated chunk in the CCW RIF layout that ``deid.rif_loader``
-    reads: ``beneficiary_2008..2010``, ``carrier``, ``inpatient``,
-    ``outpatient`` frames of text with RIF column names.
-
-    Each claim is one line (``LINE_NUM`` / ``CLM_LINE_NUM`` 1); its first
-    diagnosis is also ``PRNCPAL_DGNS_CD`` (institutional) or
-    ``LINE_ICD_DGNS_CD`` (carrier), and every diagnosis carries its
-    ``*_VRSN_CD`` flag (``'0'`` ICD-10-CM, ``'9'`` ICD-9-CM).
-    """
-    flag = RIF_FLAGS[code_system]
-    bene = chunk["beneficiary_summary"]
-    out = {}
-    for year, b in bene.groupby("year"):
-        out[f"beneficiary_{year}"] = pd.DataFrame({
-            "BENE_ID": b["desynpuf_id"], "BENE_BIRTH_DT": rif_date(b["bene_birth_dt"]),
-            "BENE_SEX_IDENT_CD": b["bene_sex_ident_cd"].astype(str),
-            "BENE_RACE_CD": b["bene_race_cd"].astype(str), "STATE_CODE": b["sp_state_code"],
-            "BENE_COUNTY_CD": ""}).reset_index(drop=True)
-    for kind in CLAIM_TYPES:
-        c = chunk[f"{kind}_claims"]
-        cols = sorted((x for x in c.columns if x.startswith("icd9_dgns_cd_")),
-                      key=lambda x: int(x.rsplit("_", 1)[1]))
-        frame = {"BENE_ID": c["desynpuf_id"], "CLM_ID": c["clm_id"],
-                 "CLM_FROM_DT": rif_date(c["clm_from_dt"]),
-                 "CLM_THRU_DT": rif_date(c["clm_thru_dt"])}
-        first = c[cols[0]].fillna("")
-        if kind == "carrier":
-            frame.update(LINE_NUM="1", LINE_ICD_DGNS_CD=first,
-                         LINE_ICD_DGNS_VRSN_CD=np.where(first != "", flag, ""))
-        else:
-            frame.update(CLM_LINE_NUM="1", PRNCPAL_DGNS_CD=first,
-                         PRNCPAL_DGNS_VRSN_CD=np.where(first != "", flag, ""))
-        for j, col in enumerate(cols, start=1):
-            code = c[col].fillna("")
-            frame[f"ICD_DGNS_CD{j}"] = code
-            frame[f"ICD_DGNS_VRSN_CD{j}"] = np.where(code != "", flag, "")
-        out[kind] = pd.DataFrame(frame).reset_index(drop=True)
-    return out
-
-
 def write_rif(config: SyntheticConfig, directory) -> dict[str, int]:
-    """Write the generated population as pipe-delimited CCW RIF files
-    (``<table>.csv`` in ``directory``, header row, appended chunk by chunk);
-    rows written per file."""
-    from pathlib import Path
+    """The generated claims as CCW RIF files with the generator's own period
+    (2008-2010) and claim types (carrier, inpatient, outpatient): records per
+    file.  ``anonymizers.synthetic_rif.write_rif`` writes today's layout in
+    full (ICD-10 years, SNF/HHA/hospice/DME)."""
+    from anonymizers.synthetic_rif import SOURCE_YEAR
+    from anonymizers.synthetic_rif import write_rif as write
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    rows: dict[str, int] = {}
-    for chunk in generate(config):
-        for name, frame in rif_tables(chunk, config.code_system).items():
-            path = directory / f"{name}.csv"
-            frame.to_csv(path, sep="|", index=False, mode="a", header=name not in rows)
-            rows[name] = rows.get(name, 0) + len(frame)
-    return rows
+    return write(config, directory, first_year=SOURCE_YEAR, split=False)

@@ -1,11 +1,14 @@
-"""Fill the source schema with synthetic DE-SynPUF-shaped claims (COPY per chunk)."""
+"""Fill the source schema with synthetic DE-SynPUF-shaped claims (COPY per chunk),
+or, with ``--layout rif --out DIR``, write them as CCW RIF files
+(``anonymizers.synthetic_rif``) without touching the warehouse."""
 
 from __future__ import annotations
 
-from anonymizers.synthetic import SyntheticConfig, generate
 from deid.admin_setup import SOURCE_TABLES as TABLES
 from deid.pgcopy import copy_frame
 from deid.warehouse import connect, ensure_schemas
+
+from anonymizers.synthetic import SyntheticConfig, generate
 
 
 def source_counts() -> dict[str, int]:
@@ -58,6 +61,18 @@ def load_synthetic(n_members: int, seed: int, replace: bool = False,
     return counts
 
 
+def write_rif_files(parser, args) -> int:
+    """``--layout rif``: the generated members as CCW RIF files in ``--out``."""
+    from anonymizers.synthetic_rif import write_rif
+
+    if not args.out:
+        parser.error("--layout rif needs --out DIR")
+    config = SyntheticConfig(n_members=args.members, seed=args.seed,
+                             code_system=args.code_system)
+    print(write_rif(config, args.out, first_year=args.first_year))
+    return 0
+
+
 def main(argv=None) -> int:
     import argparse
 
@@ -69,7 +84,16 @@ def main(argv=None) -> int:
     parser.add_argument("--replace", action="store_true", help="empty the source tables first")
     parser.add_argument("--code-system", choices=["icd9cm", "icd10cm"], default="icd9cm",
                         help="diagnosis code system of the generated claims")
+    parser.add_argument("--layout", choices=["synpuf", "rif"], default="synpuf",
+                        help="synpuf: load the warehouse's source schema; rif: write CCW RIF "
+                             "files to --out")
+    parser.add_argument("--out", help="directory of the RIF files (--layout rif)")
+    parser.add_argument("--first-year", type=int, default=None,
+                        help="first service year of RIF files (default: 2016 for icd10cm, "
+                             "2008 for icd9cm)")
     args = parser.parse_args(argv)
+    if args.layout == "rif":
+        return write_rif_files(parser, args)
     ensure_schemas()
     if args.if_empty and source_counts()["beneficiary_summary"]:
         print("source schema already holds claims: nothing loaded")
