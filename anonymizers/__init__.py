@@ -10,8 +10,10 @@ See ``anonymizers.records`` for the shared integer encoding of codes.
 
 __version__ = "0.1.0"
 
+# ``anonymizers.verify`` is the package of independent verifiers, so the
+# API's ``verify(method, inputs, release)`` is exported here as ``check``.
 _API = {"config": "anonymizers.api", "method": "anonymizers.api", "plan": "anonymizers.api",
-        "run": "anonymizers.api", "verify": "anonymizers.api",
+        "run": "anonymizers.api", "check": "anonymizers.api",
         "Release": "anonymizers.release", "StepPlan": "anonymizers.release",
         "VerificationFailed": "anonymizers.release", "Verdict": "anonymizers.release"}
 __all__ = sorted(_API)

@@ -1,5 +1,7 @@
 """One entry point per method: ``run(inputs, config) -> Release`` and
-``verify(inputs, release) -> Verdict`` (``anonymizers.release``), wrapping
+``verify(inputs, release) -> Verdict`` (``anonymizers.release``; at the top
+level ``anonymizers.check``, as ``anonymizers.verify`` is the package of
+verifiers), wrapping
 the library functions unchanged; ``plan(inputs, config)`` for the
 partitioned methods (disassociation, HHP) gives their steps as the DAG cuts
 them (``plugins/deid/methods``).
@@ -33,7 +35,7 @@ from anonymizers.methods import declared
 from anonymizers.release import Release, StepPlan, VerificationFailed
 from anonymizers.verify.verdict import Verdict
 
-__all__ = ["METHODS", "Method", "config", "method", "plan", "run", "verify"]
+__all__ = ["METHODS", "Method", "check", "config", "method", "plan", "run", "verify"]
 
 
 @dataclass(frozen=True)
@@ -306,6 +308,9 @@ def run(name: str, inputs: Mapping | pd.DataFrame, config, verify: bool = True) 
 def verify(name: str, inputs: Mapping | pd.DataFrame, release: Release) -> Verdict:
     """``method(name).verify(inputs, release)``."""
     return method(name).verify(inputs, release)
+
+
+check = verify  # ``anonymizers.check``: ``anonymizers.verify`` names the verifiers' package
 
 
 def plan(name: str, inputs: Mapping | pd.DataFrame, config, **sizes) -> StepPlan:
