@@ -42,7 +42,9 @@ __all__ = ["METHODS", "Method", "check", "config", "method", "plan", "run", "ver
 class Method:
     """A method's entry points; ``make(inputs, config) -> (tables, private,
     metrics, result)`` and ``check(inputs, release) -> Verdict`` adapt the
-    library's function and verifier."""
+    library's function and verifier.  The verifiers read the release's
+    tables (and private keys), except disassociation's, which reads the
+    ``Disassociated`` object, and GCCens's final caps (``result``)."""
 
     name: str
     make: Callable
@@ -112,8 +114,8 @@ def _ppe(inputs, config):
 def _ppe_check(inputs, release):
     from anonymizers.verify.ppe import verify_policy
 
-    return verify_policy(inputs["records"], release.result.to_dict(), release.config.k,
-                         release.config.filter)
+    constraints = [list(g["code"]) for _, g in release.tables["constraints"].groupby("constraint")]
+    return verify_policy(inputs["records"], constraints, release.config.k, release.config.filter)
 
 
 # ---- UGACLIP (Loukides et al. 2010, Algorithm 2)
@@ -139,8 +141,21 @@ def _ugaclip(inputs, config):
 def _ugaclip_check(inputs, release):
     from anonymizers.verify.ugaclip import verify_release
 
-    return verify_release(inputs["records"], release.result.to_dict(),
+    return verify_release(inputs["records"], _ugaclip_document(release),
                           _code_lists(_privacy_policy(inputs)), release.config.k)
+
+
+def _ugaclip_document(release) -> dict:
+    """The JSON form the verifier reads (``UGACLIPResult.to_dict``), from the tables."""
+    t = release.tables
+    items = [list(g["code"]) for _, g in t["items"].groupby("item", sort=True)]
+    held: dict = {p: [] for p in t["patients"]["patient_id"]}
+    for p, item in zip(t["record_items"]["patient_id"], t["record_items"]["item"]):
+        held[p].append(items[item])
+    return {"k": int(release.config.k), "items": items,
+            "suppressed": t["suppressed"]["code"].tolist(),
+            "records": [{"patient_id": p, "items": v} for p, v in held.items()],
+            "metrics": release.metrics}
 
 
 # ---- Disassociation (Loukides et al. 2014)
@@ -187,9 +202,10 @@ def _gccens(inputs, config):
 def _gccens_check(inputs, release):
     from anonymizers.verify.censoring import verify_gccens
 
-    r = release.result
-    return verify_gccens(r.patients, r.records, release.private["key"], inputs["records"],
-                         inputs["population"], release.config.k, r.final_caps)
+    t = release.tables
+    return verify_gccens(t["patients"]["patient_id"].to_numpy(), t["records"],
+                         release.private["key"], inputs["records"], inputs["population"],
+                         release.config.k, release.result.final_caps)
 
 
 # ---- LDA (Tamersoy et al. 2012)
@@ -256,10 +272,11 @@ def _hhp(inputs, config):
 
 
 def _hhp_check(inputs, release):
-    from anonymizers.verify.claims import verify_hhp
+    from anonymizers.verify.claims import verify_release
 
-    c = release.config
-    return verify_hhp(release.result, _claims(inputs), c.policy_path, c.hierarchies_path)
+    c, t = release.config, release.tables
+    return verify_release(t["members"], t["claims"], release.metrics, release.private["key"],
+                          _claims(inputs), c.policy_path, c.hierarchies_path)
 
 
 def _hhp_plan(inputs, config, parts_per_task: int = 1) -> StepPlan:

@@ -157,7 +157,8 @@ def test_a_failed_verdict_raises_instead_of_returning_a_release(df):
     from anonymizers.ppe import PPEConfig, PPEResult
 
     def no_constraints(inputs, config):  # a policy that protects nothing
-        return {}, {}, {}, PPEResult(config.k, config.filter, [])
+        none = pd.DataFrame({"constraint": pd.Series(dtype="int64"), "code": pd.Series(dtype=object)})
+        return {"constraints": none}, {}, {}, PPEResult(config.k, config.filter, [])
 
     broken = dataclasses.replace(api.method("ppe"), make=no_constraints)
     assert anonymizers.run("ppe", df, PPEConfig(k=3)).tables["constraints"].size > 0
@@ -188,3 +189,16 @@ def test_names_and_misuse_are_refused(df):
         anonymizers.check("disassociation", df, release)
     with pytest.raises(ValueError, match="no step plan"):
         anonymizers.plan("ppe", df, PPEConfig(k=2))
+
+
+def test_verify_reads_the_tables_that_would_be_published(df):
+    from anonymizers.ppe import PPEConfig
+    from anonymizers.ugaclip import UGACLIPConfig
+
+    ppe = anonymizers.run("ppe", df, PPEConfig(k=3))
+    emptied = {"constraints": ppe.tables["constraints"].iloc[:0]}
+    assert not anonymizers.check("ppe", df, dataclasses.replace(ppe, tables=emptied)).ok
+    inputs = {"records": df, "privacy_policy": ppe, "utility_policy": [CODES]}
+    uga = anonymizers.run("ugaclip", inputs, UGACLIPConfig(k=3, seed=1))
+    dropped = {**uga.tables, "record_items": uga.tables["record_items"].iloc[1:]}
+    assert not anonymizers.check("ugaclip", inputs, dataclasses.replace(uga, tables=dropped)).ok
