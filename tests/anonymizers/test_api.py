@@ -202,3 +202,9 @@ def test_verify_reads_the_tables_that_would_be_published(df):
     uga = anonymizers.run("ugaclip", inputs, UGACLIPConfig(k=3, seed=1))
     dropped = {**uga.tables, "record_items": uga.tables["record_items"].iloc[1:]}
     assert not anonymizers.check("ugaclip", inputs, dataclasses.replace(uga, tables=dropped)).ok
+
+
+def test_the_module_examples_run():
+    import doctest
+
+    assert doctest.testmod(api, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
