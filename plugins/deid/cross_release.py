@@ -23,8 +23,15 @@ releases and no source id is stored.  ``deid.history.parts`` stores them
 (all but ``NEW_ONLY``) with the load, so that a later run can re-check
 after the release table was replaced.
 
-A method with no cross-release verifier (HHP) gets a failed verdict for a
-release that has earlier ones: what is not checked is not published twice.
+HHP has no cross-release property (docs/threat-model-successive.md, 3.6):
+its second release stops validate with one line (``ValidationFailed``)
+saying why and what the operator can do.  Another method without a
+verifier gets a failed verdict for a release that has earlier ones: what is
+not checked is not published twice.
+
+``of_run`` dispatches to each method module's public ``history_inputs(run,
+params, key)`` (UGACLIP, LDA, GCCens, MedCo); disassociation's inputs are
+still read here.
 """
 
 from __future__ import annotations
@@ -124,7 +131,7 @@ def verdicts(run, method: str, params: dict, earlier: list) -> list[dict]:
     from anonymizers.successive.check import check
 
     if method == "hhp":
-        _refuse_hhp(run, earlier)
+        _refuse_hhp(earlier)
     if method not in CHECKED:
         return [_unchecked(method, earlier, f"no cross-release verifier for {method} "
                                             f"(anonymizers.successive.check knows "
@@ -140,14 +147,15 @@ def verdicts(run, method: str, params: dict, earlier: list) -> list[dict]:
             .as_dict()]
 
 
-def _refuse_hhp(run, earlier: list) -> None:
+def _refuse_hhp(earlier: list) -> None:
     """HHP's documented limit (docs/threat-model-successive.md, 3.6): one
     release per release file.  The run stops here with one line saying why
     and what to do."""
     from deid.steps import ValidationFailed
 
+    ran = [p.run_id for p in earlier]
     raise ValidationFailed(
-        f"HHP release {run.release} already published {[p.run_id for p in earlier]} and HHP "
+        f"HHP release {earlier[0].release_name} already published {ran} and HHP "
         "has no cross-release guarantee, so it is released once (docs/threat-model-"
         "successive.md, 3.6): keep the published release, release the current data with a "
         "method that has a successive-release defence, or, once every reader has given up "

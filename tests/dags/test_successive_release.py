@@ -245,3 +245,22 @@ def test_a_second_hhp_release_is_refused_in_one_line():
     assert "no cross-release guarantee" in line and "3.6" in line
     assert "keep the published release" in line and "retire it from the history" in line
     assert cross_release.verdicts(steps.Run("hhp_claims", "run-1"), "hhp", {"k": 3}, []) == []
+
+
+def test_the_second_run_of_an_hhp_release_stops_with_that_line(members, warehouse):
+    """The same refusal through the DAG: the audit row's error is the one
+    line, and it names the release it was checked against."""
+    forget_history(warehouse, "hhp_claims")
+    try:
+        first = _dag("deid_hhp_claims").test()
+        second = _dag("deid_hhp_claims").test()
+    finally:
+        forget_history(warehouse, "hhp_claims")
+    assert str(first.state).endswith("success"), _audit(warehouse, "hhp_claims",
+                                                        first.run_id)["error"]
+    assert str(second.state).endswith("failed")
+    audit = _audit(warehouse, "hhp_claims", second.run_id)
+    assert audit["checked_against"] == [first.run_id]
+    assert audit["error"].startswith(f"validate: HHP release hhp_claims already published "
+                                     f"['{first.run_id}'] and HHP has no cross-release")
+    assert "\n" not in audit["error"]

@@ -89,7 +89,8 @@ def anonymize(run, params) -> dict:
         pd.DataFrame({"pseudonym": pd.Series(dtype=object), "patient_id": pd.Series(
             dtype=object)}).to_parquet(run.path("key.parquet"), index=False)
         run.write_json("histograms.json", {})
-        metrics = {"n_pairs": 0}
+        metrics = {"n_pairs": 0, "n_records": 0, "ilm": 0.0, "alm": 0.0,
+                   "suppressed_pairs": 0}  # nothing new published, nothing lost
     else:
         result = _lda(new, params)
         result.records.to_parquet(run.path("released.parquet"), index=False)

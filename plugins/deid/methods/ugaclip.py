@@ -97,7 +97,8 @@ def generalize(run, params) -> dict:
     if new.empty:  # held back: nothing new; the carried rows are the release
         run.write_json("ugaclip.json", {"k": params["k"], "items": [], "suppressed": [],
                                         "records": [], "metrics": {}})
-        metrics = {"n_records": 0, "suppressed_share": 0.0, "suppressed_occurrences": 0}
+        metrics = {"n_records": 0, "suppressed_share": 0.0, "suppressed_occurrences": 0,
+                   "suppressed_codes": 0, "largest_item": 0, "n_generalized_items": 0}
     else:
         from anonymizers.ppe import PPEConfig, extract_policy
 
@@ -173,19 +174,21 @@ def _new_tables(run, first_item: int = 0) -> dict[str, pd.DataFrame]:
             "ugaclip_records": held.astype({"patient_pseudonym": object, "item_id": "int64"})}
 
 
-def _tables(run) -> dict[str, pd.DataFrame]:
-    """The release tables: an append-only run's carried rows, then its own
-    (items numbered after the carried ones)."""
+def _own_tables(run) -> dict[str, pd.DataFrame]:
+    """This run's rows, its items numbered after the carried ones."""
     carried = append_only.carried(run, "ugaclip_items")
     first = 0 if carried is None or carried.empty else int(carried["item_id"].max()) + 1
-    return append_only.tables(run, _new_tables(run, first))
+    return _new_tables(run, first)
+
+
+def _tables(run) -> dict[str, pd.DataFrame]:
+    """The release tables: an append-only run's carried rows, then its own."""
+    return append_only.tables(run, _own_tables(run))
 
 
 def state_parts(run) -> dict[str, pd.DataFrame]:
     """What the next runs need (``deid.append_only``), stored with the load."""
-    carried = append_only.carried(run, "ugaclip_items")
-    first = 0 if carried is None or carried.empty else int(carried["item_id"].max()) + 1
-    return append_only.state_parts(run, _records(run)["patient_id"], _new_tables(run, first))
+    return append_only.state_parts(run, _records(run)["patient_id"], _own_tables(run))
 
 
 def verify(run, params) -> list[dict]:
