@@ -121,3 +121,10 @@ def test_under_a_single_visit_policy_a_constraint_is_known_of_one_visit():
     whole = [{**r, "truth": r["truth"].drop(columns="visit_id")} for r in (r1, r2)]
     found = breaches("ugaclip", [whole[0]], whole[1], params)
     assert found == [((0,), ("A", "B"), 1)]
+    # the harness's attack reads the adversary the same way
+    docs = [r["release"] for r in (r1, r2)]
+    assert not kanon.attack_ugaclip(docs, [first, second], k=K,
+                                     constraints=[["A", "B"]])["breached"]
+    report = kanon.attack_ugaclip(docs, [r["truth"] for r in whole], k=K,
+                                  constraints=[["A", "B"]])
+    assert report["breached"] and report["breaches"][0]["candidates"] == 1
