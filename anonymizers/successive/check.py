@@ -29,7 +29,16 @@ verifier reads it (anonymizers/verify/):
   of its subrecords (the chunk permutation of Section 3.2 may give that
   subrecord to any record);
 - UGACLIP: q's released record holds the item of every unsuppressed code of
-  S (suppressed codes match nothing and are dropped, as the verifier does);
+  S (suppressed codes match nothing and are dropped, as the verifier does).
+  Which constraints p "holds" follows the policy's filter (PPE's F): with
+  the all-visits filter the adversary may know any of p's codes together,
+  so p holds a constraint its record contains; with the single-visit filter
+  it knows the codes of one visit (a claim), so p holds a constraint one of
+  its visits contains -- ``truth`` then carries a ``visit_id`` column.
+  (Within one release this changes nothing: UGACLIP protects every
+  constraint of its policy over whole records.  Across releases it matters:
+  a constraint of another release's policy that p holds only spread over
+  several visits is knowledge the single-visit adversary does not have);
 - LDA: its adversary knows the target's whole trajectory (LDA's k-anonymity
   is of the (ICD, Age) sequence) rather than m atoms, so S is p's trajectory
   at each release, and q's released trajectory must generalize, pair by pair
@@ -57,7 +66,8 @@ disassociation  ``release``: the JSON dict the CLI writes; ``membership``:
                 three, retained records included)
 ugaclip         ``release``: the JSON dict (``items``, ``suppressed``); its
                 recoding is global, so each patient's released record follows
-                from ``truth``: ``patient_id, code``
+                from ``truth``: ``patient_id, code[, visit_id]`` (``visit_id``
+                for a single-visit policy: see above)
 lda             ``release``: the JSON dict (``records``: ``patient_id``
                 pseudonym, ``trajectory`` [[code, age], ...]); ``map``:
                 ``pseudonym, patient_id``; ``truth``: ``patient_id, code,
@@ -207,7 +217,8 @@ def _sets_of_class(views, sig, patients, m, constraints) -> dict:
         if getattr(views[sig[0]], "whole_record", False):
             sets = [p]  # the view reads each release's own record of p
         elif constraints is not None:
-            sets = [c for c in constraints if c <= held]
+            sets = [c for c in constraints if c <= held
+                    and all(views[r].holds(p, c) for r in sig)]
         else:
             sets = [frozenset(s) for s in combinations(sorted(held), min(m, len(held)))]
         for s in sets:
@@ -311,6 +322,7 @@ class _UGACLIP:
     def __init__(self, r: Mapping, params):
         doc = r["release"]
         self.atoms = _atoms_by_patient(r["truth"], ["code"])
+        self.visits = _visit_sets(r["truth"]) if "visit_id" in r["truth"].columns else None
         self.item_of = {str(c): i for i, item in enumerate(doc["items"]) for c in item}
         self.items_held = {p: {self.item_of[c] for c in codes if c in self.item_of}
                            for p, codes in self.atoms.items()}
@@ -324,6 +336,13 @@ class _UGACLIP:
                 holders.setdefault(i, []).append(index[p])  # p comes from truth
         self.holders = {i: np.array(v, dtype=np.int64) for i, v in holders.items()}
 
+    def holds(self, p: str, c: frozenset) -> bool:
+        """Does the adversary know ``c`` of ``p``: its record (all-visits)
+        or one of its visits (single-visit: ``visit_id`` in the truth)?"""
+        if self.visits is None:
+            return c <= self.atoms[p]
+        return any(c <= v for v in self.visits[p])
+
     def hosts(self, s: frozenset) -> np.ndarray:
         need = frozenset(self.item_of[c] for c in s if c in self.item_of)
         if need not in self._cache:
@@ -334,6 +353,15 @@ class _UGACLIP:
                 out &= mask
             self._cache[need] = out
         return self._cache[need]
+
+
+def _visit_sets(truth: pd.DataFrame) -> dict[str, list[frozenset]]:
+    """patient -> the code set of each of its visits."""
+    df = truth[["patient_id", "visit_id", "code"]].astype(str)
+    out: dict[str, list[frozenset]] = {}
+    for (p, _), codes in df.groupby(["patient_id", "visit_id"], sort=False)["code"]:
+        out.setdefault(p, []).append(frozenset(codes.str.strip()))
+    return out
 
 
 class _LDA:

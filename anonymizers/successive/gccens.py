@@ -161,24 +161,43 @@ def release(sample: pd.DataFrame, population: pd.DataFrame, config: GCCensConfig
     return Published(doc, key, state, narrowed)
 
 
+def narrowed(records, owner: dict, earlier: dict, pop: Population, k: int) -> dict:
+    """The defence's decision: ``records`` are (pseudonym, {code: count})
+    pairs, ``owner`` maps a pseudonym to its patient as ``earlier`` (the
+    published unions) names it.  Returns pseudonym -> the record capped at
+    its patient's earlier union, for each record whose union with it is not
+    k-mapped and that capping shortens (a record already within the earlier
+    union cannot be helped: the union itself fails, and the check refuses)."""
+    out = {}
+    for p, codes in records:
+        before = earlier.get(owner[p])
+        if before is None or pop.dis(union(before, codes)) >= k:
+            continue
+        capped = {c: min(n, before[c]) for c, n in codes.items() if before.get(c, 0) > 0}
+        if sum(capped.values()) < sum(codes.values()):
+            out[p] = capped
+    return out
+
+
+def kept_after(cul: float, old: int, new: int) -> float:
+    """A record's CUL once ``old`` released instances became ``new`` (the
+    share lost is of the same denominator as before)."""
+    return 1.0 - (1.0 - cul) * new / old
+
+
 def _narrow(doc: dict, key: pd.DataFrame, earlier: dict, pop: Population, k: int) -> int:
     """Cap at the earlier union every record whose union with it is not
     k-mapped; update its CUL (censored share of the record's capped size)."""
     source = dict(zip(key["patient_id"].astype(str), key["original_id"].astype(str)))
-    narrowed = 0
-    for i, rec in enumerate(doc["records"]):
-        before = earlier.get(source[str(rec["patient_id"])])
-        codes = {str(c): int(n) for c, n in rec["codes"].items()}
-        if before is None or pop.dis(union(before, codes)) >= k:
-            continue
-        capped = {c: min(n, before[c]) for c, n in codes.items() if before.get(c, 0) > 0}
-        old, new = sum(codes.values()), sum(capped.values())
-        if new < old:
-            rec["codes"] = capped
-            kept = 1.0 - doc["cul"][i]
-            doc["cul"][i] = 1.0 - kept * new / old
-            narrowed += 1
-    return narrowed
+    records = [(str(r["patient_id"]), {str(c): int(n) for c, n in r["codes"].items()})
+               for r in doc["records"]]
+    capped = narrowed(records, source, earlier, pop, k)
+    for i, (rec, (p, codes)) in enumerate(zip(doc["records"], records)):
+        if p in capped:
+            rec["codes"] = capped[p]
+            doc["cul"][i] = kept_after(doc["cul"][i], sum(codes.values()),
+                                       sum(capped[p].values()))
+    return len(capped)
 
 
 def released_share(doc: dict, sample: pd.DataFrame) -> float:

@@ -65,7 +65,9 @@ def attack_ugaclip(releases: Sequence[dict], truth: Sequence[pd.DataFrame] | Non
                    constraints: Sequence[Sequence[str]] | None = None) -> dict:
     """The linking adversary against UGACLIP releases (JSON dicts, oldest
     first).  With ``constraints`` (the privacy policies' code lists) the
-    adversary knows a constraint its target holds; without, any ``m`` codes."""
+    adversary knows a constraint its target holds -- in one claim when the
+    truth tables carry ``visit_id`` (a single-visit policy), else in its
+    record; without, any ``m`` codes."""
     _need_truth(truth, releases)
     k = releases[-1]["k"] if k is None else k
     if constraints is None and m is None:
@@ -75,10 +77,26 @@ def attack_ugaclip(releases: Sequence[dict], truth: Sequence[pd.DataFrame] | Non
     sets_of = None
     if constraints is not None:
         policy = [frozenset(map(str, c)) for c in constraints if len(c)]
+        visits = [_claims_of(t) for t in truth]
 
-        def sets_of(held, _target):
-            return [c for c in policy if c <= held]
+        def sets_of(held, target):
+            return [c for c in policy if c <= held and all(
+                any(c <= v for v in by[target]) for by in visits
+                if by is not None and target in by)]
     return intersection_attack(views, k, m, sets_of)
+
+
+def _claims_of(truth: pd.DataFrame) -> dict | None:
+    """Under a single-visit policy (``visit_id`` in the truth) the adversary
+    knows one claim's codes: each patient's code set per visit; None when
+    the truth has no visits (it may know any codes of the record)."""
+    if "visit_id" not in truth.columns:
+        return None
+    t = truth[["patient_id", "visit_id", "code"]].astype(str)
+    out: dict = {}
+    for (p, _), codes in t.groupby(["patient_id", "visit_id"], sort=False)["code"]:
+        out.setdefault(p, []).append(frozenset(codes))
+    return out
 
 
 def _ugaclip_view(doc: dict, truth: pd.DataFrame) -> ReleaseView:

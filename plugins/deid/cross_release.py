@@ -23,8 +23,15 @@ releases and no source id is stored.  ``deid.history.parts`` stores them
 (all but ``NEW_ONLY``) with the load, so that a later run can re-check
 after the release table was replaced.
 
-A method with no cross-release verifier (HHP) gets a failed verdict for a
-release that has earlier ones: what is not checked is not published twice.
+HHP has no cross-release property (docs/threat-model-successive.md, 3.6):
+its second release stops validate with one line (``ValidationFailed``)
+saying why and what the operator can do.  Another method without a
+verifier gets a failed verdict for a release that has earlier ones: what is
+not checked is not published twice.
+
+``of_run`` dispatches to each method module's public ``history_inputs(run,
+params, key)`` (UGACLIP, LDA, GCCens, MedCo); disassociation's inputs are
+still read here.
 """
 
 from __future__ import annotations
@@ -40,39 +47,6 @@ NEW_ONLY = frozenset({"population"})
 
 def _linked(frame: pd.DataFrame, column: str, key: bytes) -> pd.DataFrame:
     return frame.assign(**{column: history.link(frame[column].astype(str), key)})
-
-
-def _gccens(run, params: dict, key: bytes) -> dict:
-    from deid.methods import gccens
-
-    released = pd.read_parquet(run.path("released.parquet"))
-    records = [{"patient_id": p, "codes": {str(c): int(n) for c, n in zip(g["code"], g["count"])}}
-               for p, g in released.groupby("patient_id", sort=False)]
-    return {"release": {"records": records},
-            "key": _linked(pd.read_parquet(run.path("key.parquet")), "original_id", key),
-            "population": _linked(gccens._population(run, params), "patient_id", key)}
-
-
-def _ugaclip(run, params: dict, key: bytes) -> dict:
-    from deid.methods import ugaclip
-
-    doc = run.read_json("ugaclip.json")
-    return {"release": {"items": doc["items"], "suppressed": doc["suppressed"]},
-            "truth": _linked(ugaclip._records(run), "patient_id", key)}
-
-
-def _lda(run, params: dict, key: bytes) -> dict:
-    from deid.methods import lda
-
-    released = pd.read_parquet(run.path("released.parquet")).sort_values(
-        ["patient_id", "position"], kind="stable")
-    records = [{"patient_id": p, "trajectory": [[str(c), str(a)] for c, a in
-                                                zip(g["code"], g["age"])]}
-               for p, g in released.groupby("patient_id", sort=False)]
-    pairs = lda._pairs(run, params)[["patient_id", "code", "age"]]
-    return {"release": {"records": records},
-            "map": _linked(pd.read_parquet(run.path("key.parquet")), "patient_id", key),
-            "truth": _linked(pairs, "patient_id", key)}
 
 
 def _disassociation(run, params: dict, key: bytes) -> dict:
@@ -98,19 +72,20 @@ def _disassociation(run, params: dict, key: bytes) -> dict:
             "truth": _linked(truth, "patient_id", key)}
 
 
-def _medco(run, params: dict, key: bytes) -> dict:
-    dummy_map = pd.read_parquet(run.path("dummy_map.parquet"))
-    return {"released": pd.read_parquet(run.path("released.parquet")),
-            "dummy_map": _linked(dummy_map, "source_patient_id", key)}
+def _inputs_of(method: str):
+    """The function giving ``method``'s verifier inputs of a staged run: the
+    method module's public ``history_inputs(run, params, key)``;
+    disassociation's is still here (its module is being reworked)."""
+    if method == "disassociation":
+        return _disassociation
+    from deid.methods import METHODS
 
-
-INPUTS = {"gccens": _gccens, "ugaclip": _ugaclip, "lda": _lda,
-          "disassociation": _disassociation, "medco": _medco}
+    return getattr(METHODS.get(method), "history_inputs", None)
 
 
 def of_run(run, method: str, params: dict) -> dict:
     """The verifier's inputs of the staged run (empty for a method without)."""
-    make = INPUTS.get(method)
+    make = _inputs_of(method)
     return {} if make is None else make(run, params, pseudonym_key())
 
 
@@ -119,14 +94,24 @@ def kept(run, method: str, params: dict) -> dict:
     return {name: v for name, v in of_run(run, method, params).items() if name not in NEW_ONLY}
 
 
-def check_params(run, method: str, params: dict) -> dict:
+def check_params(run, method: str, params: dict, releases: list = ()) -> dict:
     """The verifier's parameters: the release's k, m where the method has
-    one, and UGACLIP's privacy constraints (the run's PPE policy)."""
+    one, and UGACLIP's privacy constraints: the union of the policies each
+    of ``releases`` (verifier inputs, the new one last) was protected under
+    (its stored ``policy``; the run's PPE policy for one stored before
+    policies were kept)."""
     out = {"k": params["k"]}
     if "m" in params:
         out["m"] = params["m"]
     if method == "ugaclip":
-        out["constraints"] = run.read_json("policy.json")["constraints"]
+        seen: dict[tuple, list] = {}
+        for r in releases:
+            for c in (r.get("policy") or {}).get("constraints", []):
+                seen.setdefault(tuple(c), c)
+        if not releases or any("policy" not in r for r in releases):
+            for c in run.read_json("policy.json")["constraints"]:
+                seen.setdefault(tuple(c), c)
+        out["constraints"] = list(seen.values())
     return out
 
 
@@ -145,6 +130,8 @@ def verdicts(run, method: str, params: dict, earlier: list) -> list[dict]:
     from anonymizers.successive.check import METHODS as CHECKED
     from anonymizers.successive.check import check
 
+    if method == "hhp":
+        _refuse_hhp(earlier)
     if method not in CHECKED:
         return [_unchecked(method, earlier, f"no cross-release verifier for {method} "
                                             f"(anonymizers.successive.check knows "
@@ -155,8 +142,24 @@ def verdicts(run, method: str, params: dict, earlier: list) -> list[dict]:
     if missing:
         return [_unchecked(method, earlier,
                            f"earlier release(s) {missing} kept nothing to check against")]
-    return [check(method, stored, of_run(run, method, params),
-                  check_params(run, method, params)).as_dict()]
+    new = of_run(run, method, params)
+    return [check(method, stored, new, check_params(run, method, params, [*stored, new]))
+            .as_dict()]
+
+
+def _refuse_hhp(earlier: list) -> None:
+    """HHP's documented limit (docs/threat-model-successive.md, 3.6): one
+    release per release file.  The run stops here with one line saying why
+    and what to do."""
+    from deid.steps import ValidationFailed
+
+    ran = [p.run_id for p in earlier]
+    raise ValidationFailed(
+        f"HHP release {earlier[0].release_name} already published {ran} and HHP "
+        "has no cross-release guarantee, so it is released once (docs/threat-model-"
+        "successive.md, 3.6): keep the published release, release the current data with a "
+        "method that has a successive-release defence, or, once every reader has given up "
+        "the earlier release, have the warehouse owner retire it from the history")
 
 
 def _unchecked(method: str, earlier: list, why: str) -> dict:

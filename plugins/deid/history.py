@@ -203,3 +203,16 @@ def earlier_inputs(release: str, earlier: list[Published]) -> list[dict]:
             out.append({name[len(CHECK):].removesuffix(JSON): _loaded(name, frame)
                         for name, frame in found.items()})
     return out
+
+
+def earlier_states(release: str, earlier: list[Published], prefix: str = "") -> list[dict]:
+    """The method state each earlier release stored (parts ``state/<prefix>...``),
+    oldest first, by name without ``state/`` (empty for a release that stored
+    none): what a defence needs of every earlier run, not only the last
+    (append-only publication, ``deid.append_only``)."""
+    out = []
+    with connect(readonly=True) as conn, conn.cursor() as cur:
+        for p in earlier:
+            found = read_parts(release, p.run_id, STATE + prefix, cur)
+            out.append({name[len(STATE):]: frame for name, frame in found.items()})
+    return out

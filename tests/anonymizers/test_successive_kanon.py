@@ -97,3 +97,34 @@ def test_lda_append_only_defends(lda_pair):
                     {"release": dd, "truth": delta, "map": md}, {"k": K})
     assert verdict.ok, verdict.violations
     assert not kanon.attack_lda([d1, dd], [cohorts.first, delta], maps=[m1, md])["breached"]
+
+
+def _visits(rows):
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["patient_id", "visit_id", "code"])
+
+
+def test_under_a_single_visit_policy_a_constraint_is_known_of_one_visit():
+    """x holds A and B only on different claims: the single-visit adversary
+    (PPE's f1, what a single-visit release file assumes) cannot know {A, B}
+    of x, so another release's constraint {A, B} does not target x; read
+    over whole records (no ``visit_id``) it does, and x has no other
+    candidate holding both."""
+    first = _visits([("x", 1, "A"), ("x", 2, "B")] + [(f"a{i}", 1, "A") for i in range(3)]
+                    + [(f"b{i}", 1, "B") for i in range(3)])
+    second = _visits([("q1", 1, "A"), ("q1", 1, "B"), ("q2", 1, "C"), ("q3", 1, "C")])
+    r1 = {"release": {"items": [["A"], ["B"]], "suppressed": []}, "truth": first}
+    r2 = {"release": {"items": [["C"]], "suppressed": ["A", "B"]}, "truth": second}
+    params = {"k": K, "constraints": [["A", "B"]]}
+    assert check("ugaclip", [r1], r2, params).ok
+    whole = [{**r, "truth": r["truth"].drop(columns="visit_id")} for r in (r1, r2)]
+    found = breaches("ugaclip", [whole[0]], whole[1], params)
+    assert found == [((0,), ("A", "B"), 1)]
+    # the harness's attack reads the adversary the same way
+    docs = [r["release"] for r in (r1, r2)]
+    assert not kanon.attack_ugaclip(docs, [first, second], k=K,
+                                     constraints=[["A", "B"]])["breached"]
+    report = kanon.attack_ugaclip(docs, [r["truth"] for r in whole], k=K,
+                                  constraints=[["A", "B"]])
+    assert report["breached"] and report["breaches"][0]["candidates"] == 1

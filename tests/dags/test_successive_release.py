@@ -23,15 +23,18 @@ fewer than k records: validate fails the run, naming the first release.
 from __future__ import annotations
 
 import json
-import os
 
 import pandas as pd
-
 import pytest
 from deid import history, staging, steps
-from tools.demo_data import TABLES, load_synthetic
 
-from tests.dags.release_copies import TEST_POLICY, forget_history, write_copies
+from tests.dags.release_copies import TEST_POLICY, forget_history
+from tests.dags.successive_runs import TURNOVER, Members, release_copies
+from tests.dags.successive_runs import audit as _audit
+from tests.dags.successive_runs import dag as _dag
+from tests.dags.successive_runs import query as _query
+from tests.dags.successive_runs import released as _released
+from tests.dags.successive_runs import row as _row
 
 pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
 
@@ -41,91 +44,14 @@ MEDCO, GCCENS = "medco_codes", "gccens_repeated_codes"
 # no plan (DummyGenerationError of anonymizers.dummies.persist)
 POLICY = {**TEST_POLICY, MEDCO: {**TEST_POLICY[MEDCO], "min_anonymity_set": 20}}
 CONF = {**POLICY[MEDCO], "n_clusters": None}
-TURNOVER = 30  # of 300 members, as the issue's 300 of 3,000
 
 
-@pytest.fixture(scope="module", autouse=True)
-def release_files(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("DEID_RELEASES_DIR", str(write_copies(tmp_path_factory.mktemp("releases"), POLICY)))
-    mp.setenv("AIRFLOW_VAR_DEID_TOKEN_KEY", os.environ.get("AIRFLOW_VAR_DEID_TOKEN_KEY")
-              or "test-key-not-secret")
-    yield
-    mp.undo()
-
-
-def _query(warehouse, sql, *args):
-    with warehouse.connect() as conn, conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchall() if cur.description else None
-
-
-class Members:
-    """The source schema's members, some held back (in a schema of the
-    test's) to arrive later."""
-
-    HELD = "test_successive_held"
-
-    def __init__(self, warehouse):
-        self.warehouse = warehouse
-        _query(warehouse, "TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))
-        for release in (MEDCO, GCCENS):
-            forget_history(warehouse, release)
-        load_synthetic(n_members=300 + TURNOVER, seed=5)
-        ids = sorted(self.present())
-        self.newcomers, self.leavers = ids[:TURNOVER], ids[TURNOVER:2 * TURNOVER]
-        _query(warehouse, f"DROP SCHEMA IF EXISTS {self.HELD} CASCADE; CREATE SCHEMA {self.HELD}")
-        for table in TABLES:
-            _query(warehouse, f"CREATE TABLE {self.HELD}.{table} AS SELECT * FROM "
-                   f"source.{table} WHERE desynpuf_id = ANY(%s)", self.newcomers)
-        self._remove(self.newcomers)
-
-    def _remove(self, ids) -> None:
-        self.remove_from(self.warehouse, ids)
-
-    @staticmethod
-    def remove_from(warehouse, ids) -> None:
-        for table in TABLES:
-            _query(warehouse, f"DELETE FROM source.{table} WHERE desynpuf_id = ANY(%s)",
-                   list(ids))
-
-    def turn_over(self) -> None:
-        """The newcomers arrive and the leavers leave."""
-        for table in TABLES:
-            _query(self.warehouse, f"INSERT INTO source.{table} SELECT * FROM {self.HELD}.{table}")
-        _query(self.warehouse, f"DROP SCHEMA {self.HELD} CASCADE")
-        self._remove(self.leavers)
-
-    def present(self) -> set[str]:
-        return self.present_in(self.warehouse)
-
-    @staticmethod
-    def present_in(warehouse) -> set[str]:
-        return {r[0] for r in _query(warehouse, "SELECT DISTINCT desynpuf_id FROM "
-                                                "source.beneficiary_summary")}
-
-
-def _dag(dag_id: str):
-    from airflow.dag_processing.dagbag import DagBag
-
-    return DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(dag_id)
-
-
-def _audit(warehouse, release: str, run_id: str) -> dict:
-    (row,) = _query(warehouse, "SELECT outcome, error, checked_against, verdicts, metrics "
-                    "FROM audit.release_runs WHERE release_name = %s AND run_id = %s",
-                    release, run_id)
-    return dict(zip(("outcome", "error", "checked_against", "verdicts", "metrics"), row))
-
-
-def _released(warehouse, table: str):
-    return _query(warehouse, f"SELECT count(*), md5(string_agg(t::text, ',' ORDER BY t::text)) "
-                             f"FROM release.{table} t")[0]
+release_files = release_copies(POLICY)
 
 
 @pytest.fixture(scope="module")
 def members(warehouse):
-    yield Members(warehouse)
+    yield Members(warehouse, (MEDCO, GCCENS))
     for release in (MEDCO, GCCENS):  # later tests start from first releases
         forget_history(warehouse, release)
 
@@ -212,11 +138,6 @@ def test_the_releases_view_shows_each_run_and_what_it_was_checked_against(medco_
     assert "failed" in _row(runs, third.run_id)
     assert third.run_id not in published  # never published
     assert f"<code>{first.run_id}</code>" in _row(published, second.run_id)
-
-
-def _row(table: str, run_id: str) -> str:
-    start = table.index(f"<td>{run_id}</td>")
-    return table[table.rindex("<tr>", 0, start):table.index("</tr>", start)]
 
 
 def _population(release_name: str) -> pd.DataFrame:
@@ -307,3 +228,39 @@ def test_the_same_members_released_again_pass_the_check(release, members, wareho
     assert audit["checked_against"] == [first.run_id]
     crossed = [v for v in audit["verdicts"]["verdicts"] if "over 2 releases" in v["property"]]
     assert len(crossed) == 1 and crossed[0]["ok"] and crossed[0]["checked"] > 0
+
+
+def test_a_second_hhp_release_is_refused_in_one_line():
+    """HHP has no cross-release property (docs/threat-model-successive.md,
+    3.6): its second release stops validate with one line that says why and
+    what the operator can do."""
+    from deid import cross_release
+
+    earlier = [history.Published("hhp_claims", "run-1", "hhp", "TRUE", {}, None, "f", [])]
+    with pytest.raises(steps.ValidationFailed) as refused:
+        cross_release.verdicts(steps.Run("hhp_claims", "run-2"), "hhp", {"k": 3}, earlier)
+    line = str(refused.value)
+    assert "\n" not in line
+    assert "hhp_claims already published ['run-1']" in line
+    assert "no cross-release guarantee" in line and "3.6" in line
+    assert "keep the published release" in line and "retire it from the history" in line
+    assert cross_release.verdicts(steps.Run("hhp_claims", "run-1"), "hhp", {"k": 3}, []) == []
+
+
+def test_the_second_run_of_an_hhp_release_stops_with_that_line(members, warehouse):
+    """The same refusal through the DAG: the audit row's error is the one
+    line, and it names the release it was checked against."""
+    forget_history(warehouse, "hhp_claims")
+    try:
+        first = _dag("deid_hhp_claims").test()
+        second = _dag("deid_hhp_claims").test()
+    finally:
+        forget_history(warehouse, "hhp_claims")
+    assert str(first.state).endswith("success"), _audit(warehouse, "hhp_claims",
+                                                        first.run_id)["error"]
+    assert str(second.state).endswith("failed")
+    audit = _audit(warehouse, "hhp_claims", second.run_id)
+    assert audit["checked_against"] == [first.run_id]
+    assert audit["error"].startswith(f"validate: HHP release hhp_claims already published "
+                                     f"['{first.run_id}'] and HHP has no cross-release")
+    assert "\n" not in audit["error"]

@@ -12,13 +12,20 @@ patients at one age line up in A-GS; ordered by claim date they cross, and on
 DE-SynPUF A-GS kept a fraction of the codes at 3-digit or finer
 (benchmarks/lda.md).  The verifier gets the same pairs, so it checks that
 order.
+
+Successive releases (issue 25): a release with published releases is
+append-only (``deid.append_only``): a run aligns only the patients not
+published yet and carries the earlier trajectories; beside it the metrics
+give what an independent run over the whole cohort would have kept
+(``*_without_defence``) and how much of the current pairs the publications
+carry (``published_share``, ``stale_pairs``).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from deid import validation
+from deid import append_only, history, validation
 from deid.secret import pseudonym_key
 
 TITLE = "LDA (longitudinal ICD-age trajectories)"
@@ -35,6 +42,12 @@ PARAMS = {
                                              "pattern": "^[0-9VE][0-9]{2,3}$"},
                   "default": [], "title": "Codes in the trajectories (3-digit categories)",
                   "description": "Keep only these ICD-9 categories' codes; empty: all codes."},
+    "successive_defence": {
+        "type": "boolean", "default": True, "title": "Append-only successive releases",
+        "description": "With published releases, publish only the patients not published "
+                       "yet (fewer than k are held back) and keep the earlier trajectories; "
+                       "off: anonymize the whole cohort again, which validate refuses when "
+                       "the combination with the earlier releases breaks k-anonymity."},
 }
 STEPS = ("anonymize",)
 HISTOGRAMS = ("icd_levels", "age_levels", "ilm_by_level", "alm_by_level")
@@ -51,27 +64,118 @@ def _pairs(run, params) -> pd.DataFrame:
     return claims.rename(columns={"age_at_service": "age"}).reset_index(drop=True)
 
 
-def anonymize(run, params) -> dict:
+def _lda(pairs: pd.DataFrame, params):
     from anonymizers.longitudinal import LDAConfig, lda
 
-    result = lda(_pairs(run, params), LDAConfig(
+    return lda(pairs, LDAConfig(
         k=params["k"], w_icd=params["w_icd"], w_age=1 - params["w_icd"],
         alignment=params["alignment"], seed=params["seed"],
         icd_domain=params.get("icd_domain", "data"), pseudonym_key=pseudonym_key()))
-    result.records.to_parquet(run.path("released.parquet"), index=False)
-    result.pseudonym_map.to_parquet(run.path("key.parquet"), index=False)
-    run.write_json("histograms.json", {k: result.metrics[k] for k in HISTOGRAMS})
-    metrics = run.small(result.metrics)
+
+
+#: the utility figures reported beside the release without the defence
+COMPARED = ("ilm", "suppressed_pairs", "icd_kept_3digit_or_finer", "age_kept_16year_or_finer")
+
+
+def anonymize(run, params) -> dict:
+    """LDA on the run's trajectories, or, with published releases, on the
+    patients not published yet (``deid.append_only``)."""
+    pairs = _pairs(run, params)
+    plan = append_only.begin(run, pairs, params)
+    new = pairs if plan is None else plan.rows
+    if new.empty:  # held back: nothing new; the carried trajectories are the release
+        pd.DataFrame({c: pd.Series(dtype=t) for c, t in RELEASED.items()}).to_parquet(
+            run.path("released.parquet"), index=False)
+        pd.DataFrame({"pseudonym": pd.Series(dtype=object), "patient_id": pd.Series(
+            dtype=object)}).to_parquet(run.path("key.parquet"), index=False)
+        run.write_json("histograms.json", {})
+        metrics = {"n_pairs": 0, "n_records": 0, "ilm": 0.0, "alm": 0.0,
+                   "suppressed_pairs": 0}  # nothing new published, nothing lost
+    else:
+        result = _lda(new, params)
+        result.records.to_parquet(run.path("released.parquet"), index=False)
+        result.pseudonym_map.to_parquet(run.path("key.parquet"), index=False)
+        run.write_json("histograms.json", {k: result.metrics[k] for k in HISTOGRAMS})
+        metrics = run.small(result.metrics)
+    if plan is not None:
+        metrics = {**metrics, **append_only.metrics_of(plan),
+                   **_beside_without_defence(run, params, pairs)}
     run.write_json("method_metrics.json", metrics)
     return metrics
 
 
+RELEASED = {"patient_id": object, "position": "int64", "code": object, "age": object}
+
+
+def _beside_without_defence(run, params, pairs: pd.DataFrame) -> dict:
+    """An independent run over the whole cohort's utility, and how much of
+    the current (patient, code) pairs the publications carry."""
+    from anonymizers.successive.kanon import coverage
+
+    without = _lda(pairs, params).metrics
+    key = pseudonym_key()
+    earlier = history.earlier_inputs(run.release, history.published(run.release, run.run_id))
+    published = [e["truth"] for e in earlier if "truth" in e] + [_linked_pairs(run, params, key)]
+    cover = coverage(_linked(pairs, key), published)
+    return {"published_share": cover["published_share"], "stale_pairs": cover["stale_pairs"],
+            **{f"{m}_without_defence": without[m] for m in COMPARED if m in without}}
+
+
+def _linked(frame: pd.DataFrame, key: bytes) -> pd.DataFrame:
+    return frame.assign(patient_id=history.link(frame["patient_id"].astype(str), key))
+
+
+def _published_pairs(run, params) -> pd.DataFrame:
+    """The pairs this run publishes: every patient's, or an append-only
+    run's new patients'."""
+    pairs = _pairs(run, params)
+    ids = set(append_only.published_ids(run, pairs["patient_id"]))
+    return pairs[pairs["patient_id"].astype(str).isin(ids)].reset_index(drop=True)
+
+
+def _linked_pairs(run, params, key: bytes) -> pd.DataFrame:
+    return _linked(_published_pairs(run, params)[["patient_id", "code", "age"]], key)
+
+
 def verify(run, params) -> list[dict]:
+    """LDA's verifier on what this run publishes (an append-only run's new
+    patients), and the carried rows' check."""
     from anonymizers.verify.longitudinal import verify_lda
 
+    out = append_only.verdict(run)
+    new = _published_pairs(run, params)
+    if append_only.staged(run) is not None and new.empty:
+        return out
     return [verify_lda(pd.read_parquet(run.path("released.parquet")),
-                       pd.read_parquet(run.path("key.parquet")), _pairs(run, params),
-                       params["k"]).as_dict()]
+                       pd.read_parquet(run.path("key.parquet")), new,
+                       params["k"]).as_dict(), *out]
+
+
+def history_inputs(run, params, key: bytes) -> dict:
+    """What the cross-release verifier (``deid.cross_release``) reads of this
+    run: its trajectories, which pseudonym is which patient and the pairs
+    they were made from (patients by keyed link)."""
+    released = pd.read_parquet(run.path("released.parquet")).sort_values(
+        ["patient_id", "position"], kind="stable")
+    records = [{"patient_id": p, "trajectory": [[str(c), str(a)] for c, a in
+                                                zip(g["code"], g["age"])]}
+               for p, g in released.groupby("patient_id", sort=False)]
+    return {"release": {"records": records},
+            "map": _linked(pd.read_parquet(run.path("key.parquet")), key),
+            "truth": _linked_pairs(run, params, key)}
+
+
+def _new_rows(run) -> pd.DataFrame:
+    released = pd.read_parquet(run.path("released.parquet"))
+    released = released.assign(patient_id=append_only.prefix(run) + released["patient_id"])
+    return released.rename(columns={"patient_id": "patient_pseudonym"}).astype(
+        {"patient_pseudonym": object, "position": "int64", "code": object, "age": object})
+
+
+def state_parts(run) -> dict[str, pd.DataFrame]:
+    """What the next runs need (``deid.append_only``), stored with the load."""
+    published = pd.read_parquet(run.path("key.parquet"))["patient_id"]  # whom it released
+    return append_only.state_parts(run, published, {"lda_trajectories": _new_rows(run)})
 
 
 def gates(run, params, source) -> list:
@@ -90,8 +194,8 @@ def gates(run, params, source) -> list:
 
 
 def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
-    released = pd.read_parquet(run.path("released.parquet"))
-    return {"lda_trajectories": released.rename(columns={"patient_id": "patient_pseudonym"})}
+    """The trajectories: an append-only run's carried rows, then its own."""
+    return append_only.tables(run, {"lda_trajectories": _new_rows(run)})
 
 
 def figures(run, params) -> list:

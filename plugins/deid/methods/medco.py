@@ -112,6 +112,15 @@ def state_parts(run) -> dict[str, pd.DataFrame]:
             for path in sorted(run.dir.glob(f"{STATE_FILE}*.parquet"))}
 
 
+def history_inputs(run, params, key: bytes) -> dict:
+    """What MedCo's cross-release check (``deid.cross_release``) reads of this
+    run: the release and its dummy map, source patients by keyed link."""
+    dummy_map = pd.read_parquet(run.path("dummy_map.parquet"))
+    return {"released": pd.read_parquet(run.path("released.parquet")),
+            "dummy_map": dummy_map.assign(**{SOURCE: history.link(dummy_map[SOURCE].astype(str),
+                                                                   key)})}
+
+
 def verify(run, params) -> list[dict]:
     from anonymizers.verify.dummies import verify_dummies
 

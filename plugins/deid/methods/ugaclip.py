@@ -5,13 +5,21 @@ by at least k released records.
 Utility policies by name: the paper's (``pnas2010``, ``pnas2010-k5``, ...),
 with dots stripped to match the warehouse's undotted codes, or a
 hierarchy-based one (``icd9-level-1/2/3``, seed 001 Section 6.1).
+
+Successive releases (issue 25): a release with published releases is
+append-only (``deid.append_only``): a run anonymizes only the patients not
+published yet, under PPE's policy of their own claims (their release is the
+adversary's candidate set), and carries the earlier rows; beside it the
+metrics give what an independent run over the whole cohort would have cost
+(``*_without_defence``) and how much of the current cohort the publications
+carry (``published_share``, ``stale_pairs``).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from deid import validation
+from deid import append_only, history, validation
 from deid.secret import pseudonym_key
 
 TITLE = "UGACLIP (generalization and suppression)"
@@ -22,6 +30,12 @@ PARAMS = {
                        "description": "Which codes may be generalized (UGACLIP) or kept together "
                                       "(disassociation): the paper's diseases (Tables S1-S2) "
                                       "or ICD-9 hierarchy levels."},
+    "successive_defence": {
+        "type": "boolean", "default": True, "title": "Append-only successive releases",
+        "description": "With published releases, publish only the patients not published "
+                       "yet (fewer than k are held back) and keep the earlier rows; off: "
+                       "anonymize the whole cohort again, which validate refuses when the "
+                       "combination with the earlier releases breaks k-anonymity."},
 }
 
 
@@ -47,40 +61,152 @@ def utility_policy(name: str, codes) -> object:
     return load_utility_policy(name, strip_dots=True)
 
 
-def generalize(run, params) -> dict:
+def _visits(run) -> pd.DataFrame:
+    return (pd.read_parquet(run.path("claims.parquet"), columns=["patient_id", "claim_id", "code"])
+            .rename(columns={"claim_id": "visit_id"}))
+
+
+def _anonymize(records: pd.DataFrame, constraints, params):
     from anonymizers.ugaclip import UGACLIPConfig, ugaclip
 
+    return ugaclip(records, constraints,
+                   utility_policy(params["utility_policy"], records["code"].unique()),
+                   UGACLIPConfig(k=params["k"], seed=params["seed"],
+                                 pseudonym_key=pseudonym_key()))
+
+
+def _suppressed_share(result, records: pd.DataFrame) -> float:
+    return result.metrics.get("suppressed_occurrences", 0) / max(len(records), 1)
+
+
+NEW_POLICY = "policy_new_patients.json"  # PPE of the patients an append-only run publishes
+
+
+def generalize(run, params) -> dict:
+    """UGACLIP on the run's patients, or, with published releases, on the
+    patients not published yet (``deid.append_only``)."""
     records = _records(run)
     policy = run.read_json("policy.json")
-    result = ugaclip(records, policy["constraints"],
-                     utility_policy(params["utility_policy"], records["code"].unique()),
-                     UGACLIPConfig(k=params["k"], seed=params["seed"],
-                                   pseudonym_key=pseudonym_key()))
-    release = result.to_dict()
-    run.write_json("ugaclip.json", release)
-    metrics = run.small(result.metrics)
-    metrics["suppressed_share"] = (metrics.get("suppressed_occurrences", 0)
-                                   / max(len(records), 1))
+    plan = append_only.begin(run, records, params)
+    if plan is None:
+        metrics = _publish(run, records, policy["constraints"], params)
+        run.write_json("method_metrics.json", metrics)
+        return metrics
+    new = _published_records(run)
+    own = {**policy, "constraints": []}
+    if new.empty:  # held back: nothing new; the carried rows are the release
+        run.write_json("ugaclip.json", {"k": params["k"], "items": [], "suppressed": [],
+                                        "records": [], "metrics": {}})
+        metrics = {"n_records": 0, "suppressed_share": 0.0, "suppressed_occurrences": 0,
+                   "suppressed_codes": 0, "largest_item": 0, "n_generalized_items": 0}
+    else:
+        from anonymizers.ppe import PPEConfig, extract_policy
+
+        visits = _visits(run)
+        own = extract_policy(visits[visits["patient_id"].isin(new["patient_id"])],
+                             PPEConfig(k=params["k"], filter=policy["filter"])).to_dict()
+        metrics = _publish(run, new, own["constraints"], params)
+    run.write_json(NEW_POLICY, own)
+    metrics = _with_successive(run, params, records, policy, metrics, plan)
     run.write_json("method_metrics.json", metrics)
     return metrics
 
 
+def _publish(run, records: pd.DataFrame, constraints, params) -> dict:
+    result = _anonymize(records, constraints, params)
+    run.write_json("ugaclip.json", result.to_dict())
+    metrics = run.small(result.metrics)
+    metrics["suppressed_share"] = _suppressed_share(result, records)
+    return metrics
+
+
+def _with_successive(run, params, records, policy, metrics, plan) -> dict:
+    """The new publication's metrics, the plan's, and the utility of the
+    release without the defence beside it (an independent run over the
+    whole cohort)."""
+    without = _anonymize(records, policy["constraints"], params)
+    earlier = history.earlier_inputs(run.release, history.published(run.release, run.run_id))
+    key = pseudonym_key()
+    published = [e["truth"] for e in earlier if "truth" in e]
+    published.append(_linked(_published_records(run), key))
+    cover = coverage(_linked(records, key), published)
+    return {**metrics, **append_only.metrics_of(plan), **cover,
+            "suppressed_share_without_defence": _suppressed_share(without, records),
+            "n_records_without_defence": int(without.metrics["n_records"])}
+
+
+def coverage(current: pd.DataFrame, published: list) -> dict:
+    from anonymizers.successive.kanon import coverage as pairs_carried
+
+    return {k: v for k, v in pairs_carried(current, published).items()
+            if k in ("published_share", "stale_pairs")}
+
+
+def _linked(frame: pd.DataFrame, key: bytes) -> pd.DataFrame:
+    return frame.assign(patient_id=history.link(frame["patient_id"].astype(str), key))
+
+
+def _published_records(run) -> pd.DataFrame:
+    """The records this run publishes: every patient's, or an append-only
+    run's new patients'."""
+    records = _records(run)
+    return records[records["patient_id"].astype(str).isin(
+        set(append_only.published_ids(run, records["patient_id"])))].reset_index(drop=True)
+
+
+def _constraints(run) -> list:
+    """The privacy policy the run's UGACLIP protected."""
+    name = NEW_POLICY if append_only.staged(run) is not None else "policy.json"
+    return run.read_json(name)["constraints"]
+
+
+def _new_tables(run, first_item: int = 0) -> dict[str, pd.DataFrame]:
+    """This run's rows: items numbered from ``first_item``, pseudonyms with
+    the publication's prefix (``deid.append_only``)."""
+    release, prefix = run.read_json("ugaclip.json"), append_only.prefix(run)
+    items = pd.DataFrame([(first_item + i, c) for i, item in enumerate(release["items"])
+                          for c in item], columns=["item_id", "code"])
+    index = {tuple(item): first_item + i for i, item in enumerate(release["items"])}
+    held = pd.DataFrame([(prefix + r["patient_id"], index[tuple(item)])
+                         for r in release["records"] for item in r["items"]],
+                        columns=["patient_pseudonym", "item_id"])
+    return {"ugaclip_items": items.astype({"item_id": "int64", "code": object}),
+            "ugaclip_records": held.astype({"patient_pseudonym": object, "item_id": "int64"})}
+
+
+def _own_tables(run) -> dict[str, pd.DataFrame]:
+    """This run's rows, its items numbered after the carried ones."""
+    carried = append_only.carried(run, "ugaclip_items")
+    first = 0 if carried is None or carried.empty else int(carried["item_id"].max()) + 1
+    return _new_tables(run, first)
+
+
 def _tables(run) -> dict[str, pd.DataFrame]:
-    release = run.read_json("ugaclip.json")
-    items = pd.DataFrame([(i, c) for i, item in enumerate(release["items"]) for c in item],
-                         columns=["item_id", "code"])
-    index = {tuple(item): i for i, item in enumerate(release["items"])}
-    held = pd.DataFrame([(r["patient_id"], index[tuple(item)]) for r in release["records"]
-                         for item in r["items"]], columns=["patient_pseudonym", "item_id"])
-    return {"ugaclip_items": items, "ugaclip_records": held}
+    """The release tables: an append-only run's carried rows, then its own."""
+    return append_only.tables(run, _own_tables(run))
+
+
+def state_parts(run) -> dict[str, pd.DataFrame]:
+    """What the next runs need (``deid.append_only``), stored with the load."""
+    return append_only.state_parts(run, _records(run)["patient_id"], _own_tables(run))
 
 
 def verify(run, params) -> list[dict]:
+    """UGACLIP's verifier on what this run publishes, under the policy it
+    protected; for an append-only run also PPE's verifier on that policy
+    and the carried rows' check."""
+    from anonymizers.verify.ppe import verify_policy
     from anonymizers.verify.ugaclip import verify_release
 
-    policy = run.read_json("policy.json")
-    return [verify_release(_records(run), run.read_json("ugaclip.json"),
-                           policy["constraints"], params["k"]).as_dict()]
+    new, out = _published_records(run), append_only.verdict(run)
+    if append_only.staged(run) is not None:
+        if new.empty:
+            return out
+        own, visits = run.read_json(NEW_POLICY), _visits(run)
+        out.append(verify_policy(visits[visits["patient_id"].isin(new["patient_id"])],
+                                 own["constraints"], own["k"], own["filter"]).as_dict())
+    return [verify_release(new, run.read_json("ugaclip.json"), _constraints(run),
+                           params["k"]).as_dict(), *out]
 
 
 def gates(run, params, source) -> list:
@@ -92,7 +218,7 @@ def gates(run, params, source) -> list:
     return [
         ("items", tables["ugaclip_items"], [
             E.ExpectTableColumnsToMatchOrderedList(column_list=["item_id", "code"]),
-            E.ExpectColumnValuesToBeInSet(column="code", value_set=list(source.codes)),
+            E.ExpectColumnValuesToBeInSet(column="code", value_set=_vocabulary(run, source)),
             E.ExpectColumnValuesToNotBeNull(column="item_id")]),
         ("records", held, [
             E.ExpectTableColumnsToMatchOrderedList(column_list=["patient_pseudonym", "item_id"]),
@@ -103,6 +229,32 @@ def gates(run, params, source) -> list:
             E.ExpectColumnValuesToBeInSet(column="item_id",
                                           value_set=sorted(set(tables["ugaclip_items"]["item_id"])))]),
     ]
+
+
+def _vocabulary(run, source) -> list:
+    """The run's codes, and the carried items' (a patient who left may hold
+    codes no current patient holds)."""
+    carried = append_only.carried(run, "ugaclip_items")
+    return list(source.codes) if carried is None else sorted(set(source.codes)
+                                                               | set(carried["code"]))
+
+
+def history_inputs(run, params, key: bytes) -> dict:
+    """What the cross-release verifier (``deid.cross_release``) reads of this
+    run: the release's items and suppressed codes, the records of the
+    patients it publishes (linked; with their visits, numbered within each
+    patient, under a single-visit policy: the adversary knows one claim's
+    codes), and the policy they were protected under."""
+    doc, policy = run.read_json("ugaclip.json"), run.read_json("policy.json")
+    truth = _published_records(run)
+    if policy["filter"] == "single-visit":
+        visits = _visits(run)
+        truth = visits[visits["patient_id"].isin(truth["patient_id"])].drop_duplicates()
+        truth = truth.assign(visit_id=truth.groupby("patient_id")["visit_id"].transform(
+            lambda v: pd.factorize(v)[0]))[["patient_id", "visit_id", "code"]]
+    return {"release": {"items": doc["items"], "suppressed": doc["suppressed"]},
+            "truth": _linked(truth.reset_index(drop=True), key),
+            "policy": {"constraints": _constraints(run)}}
 
 
 def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
