@@ -65,7 +65,7 @@ STATE_FILE = "dis_state."  # the new state, one Parquet file per part (``state_p
 MEMBERSHIP, RECORDS = "dis_membership", "dis_records"  # the state's parts
 RETAINED = "dis_retained.parquet"  # patient_id (keyed link), code: published, then left
 HELD = "dis_held_back.parquet"  # patient_id: arrivals not published in this run
-SUCCESSIVE = "dis_successive.json"  # what the run made of the history (numbers only)
+SUCCESSIVE = "dis_successive.json"  # what the run made of the history (counts, no patient ids)
 
 
 def _policy(params, claims, extra_codes=()):
