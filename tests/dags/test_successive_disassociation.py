@@ -264,3 +264,21 @@ def test_fewer_than_k_arrivals_are_held_back_and_the_steps_verify_the_release(mo
     assert set(inputs[1]["membership"]["patient_id"]) == \
         set(history.link(pd.Series(ids[:60]), key))  # as the first run's links them
     assert check("disassociation", inputs[:1], inputs[1], {"k": 3, "m": 2}).ok
+
+
+def test_claims_of_fewer_than_k_patients_are_refused_under_a_state(monkeypatch):
+    """As in a first run (TooFewRecords), though retained records could fill
+    the clusters: the release would be the earlier one again."""
+    from anonymizers.disassociation import TooFewRecords
+    from deid.methods import param_schemas
+
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    params.update(k=3, m=2, utility_policy="none")
+    ids = [f"m{i:03d}" for i in range(20)]
+    monkeypatch.setattr(history, "last_state", lambda release, before: (None, {}))
+    first = _staged("r3", ids, seed=3)
+    _steps(first, params)
+    state = dis.state_parts(first)
+    monkeypatch.setattr(history, "last_state", lambda release, before: ("r3", state))
+    with pytest.raises(TooFewRecords, match="2 record.*fewer than k = 3"):
+        dis.plan(_staged("r4", ids[:2], seed=4), params)

@@ -148,20 +148,26 @@ def _state_in(frames: dict, claims, key: bytes) -> dict:
 
 def _stable_plan(run, params, previous: dict):
     """(Plan, retained records, held-back ids, figures) of a run continuing
-    the previous release's clusters (``successive.disassociation.stable_plan``)."""
+    the previous release's clusters (``successive.disassociation.stable_plan``).
+
+    Reading: claims of fewer than k patients are refused as in a first run
+    (``TooFewRecords``), although the retained records would fill the
+    clusters: such a release would be the earlier one again, with next to
+    nothing of the run's own claims, and a plain release of them, which the
+    run's utility is reported beside, does not exist."""
+    from anonymizers.disassociation import TooFewRecords
     from anonymizers.disassociation.batches import Plan
     from anonymizers.successive.disassociation import stable_plan
 
     claims = run.path("claims.parquet")
     records = pd.read_parquet(claims, columns=RECORD_COLUMNS).drop_duplicates(ignore_index=True)
+    n = records["patient_id"].nunique()
+    if n < params["k"]:
+        raise TooFewRecords("claims.parquet", n, params["k"])
     published = previous[RECORDS]
     left = published[~published["patient_id"].isin(records["patient_id"])]
     policy = _policy(params, claims, left["code"].unique())
     s = stable_plan(records, _config(params, policy), previous[MEMBERSHIP], published)
-    if not len(s.plan.rows):
-        from anonymizers.disassociation import TooFewRecords
-
-        raise TooFewRecords("claims.parquet", 0, params["k"])
     retained = s.records[s.records["patient_id"].isin(s.retained)]
     p = Plan(s.plan.rows[["patient_id", "cluster", "position"]], s.plan.n_clusters,
              s.plan.metrics, s.plan.codes, s.plan.sizes)
