@@ -41,6 +41,7 @@ from anonymizers.successive import kanon
 from anonymizers.successive.check import breaches
 from anonymizers.successive.harness import overlapping_cohorts, random_pool
 from anonymizers.ugaclip import UGACLIPConfig, ugaclip
+from benchmarks.bench_disassociation import DRAWS, Workloads, _mean
 from benchmarks.harness import DATASETS, run_benchmark
 
 K, M, SEED, GAIN = 5, 2, 25, 0.1
@@ -73,9 +74,41 @@ def attacked(fn) -> dict:
             "attack_seconds": seconds, **extra}
 
 
+def dis_utility(release: dict, own: pd.DataFrame, current: Workloads) -> dict:
+    """W1/W2 ARE and MRE shares (single codes; ICD-9 level-1 groups) of the
+    release's seeded reconstructions (the library's default rules, mean over
+    ``DRAWS``), read twice: against the records the release was made from
+    (``own_*``: the paper's reading, retained records included) and against
+    the current cohort (``current_*``, the same workload for both releases:
+    what an analyst of today's members gets, retained records counted as
+    the noise they are to that analyst)."""
+    from anonymizers.disassociation.reconstruct import reconstruct
+    from anonymizers.disassociation.release import Disassociated
+
+    doc = Disassociated.from_json(release)
+    drawn = [reconstruct(doc, seed=s) for s in DRAWS]
+    out = {}
+    for label, work in (("own", _workloads(own)), ("current", current)):
+        figures = _mean([work.measure(d) for d in drawn])
+        out.update({f"{label}_{key}": round(v, 4) for key, v in figures.items()
+                    if key in UTILITY and v is not None})
+    return out
+
+
+UTILITY = ("are_w1", "are_w2", "mre_single_codes_share_in_5", "mre_single_codes_share_in_2.5",
+           "mre_icd9_level1_share_in_5")
+
+
+def _workloads(records: pd.DataFrame) -> Workloads:
+    codes = sorted(records["code"].astype(str).unique())
+    return Workloads(records, {"single_codes": [[c] for c in codes],
+                               "icd9_level1": hierarchy_policy(codes, 1)}, seed=SEED)
+
+
 def disassociation_case(cohorts) -> dict:
     config = DisassociationConfig(k=K, m=M, seed=SEED)
     first = dis.release(cohorts.first, config)
+    current = _workloads(cohorts.second)
     out = {}
     for label, make in (("off", lambda: dis.release(cohorts.second, config)),
                         ("on", lambda: dis.release_stable(cohorts.second, config, first))):
@@ -87,6 +120,7 @@ def disassociation_case(cohorts) -> dict:
             "item_chunk_occurrence_share": round(m["item_chunk_occurrence_share"], 4),
             "codes_with_exact_support": m["codes_with_exact_support"],
             "retained_left": m.get("retained_left", 0), "held_back": m.get("held_back", 0),
+            **dis_utility(second.release, second.records, current),
             **kanon.coverage(cohorts.second, [second.records]),
             **judged("disassociation", [first.tables()], second.tables(), {"k": K, "m": M}),
             **attacked(lambda s=second: dis.attack([first.release, s.release],

@@ -69,35 +69,88 @@ def release_stable(records: pd.DataFrame, config: DisassociationConfig,
     the module docstring); the first release of a scope is a plain run."""
     if previous is None:
         return release(records, config)
-    records = records[["patient_id", "code"]].astype(str)
-    old = previous.membership.assign(patient_id=lambda d: d["patient_id"].astype(str))
-    current = set(records["patient_id"])
-    known = set(old["patient_id"])
-    left = previous.records[~previous.records["patient_id"].isin(current)]
+    s = stable_plan(records, config, previous.membership, previous.records)
+    out = _publish(s.records, s.plan, config)
+    return Published(out.release, out.membership, out.records,
+                     {**out.metrics, **s.figures}, s.held_back)
+
+
+@dataclass(frozen=True)
+class StablePlan:
+    """The plan of a release under stable clusters: ``plan.rows`` holds every
+    published patient (persisting and retained ones in their clusters, the
+    admitted arrivals in new clusters numbered after them); ``records`` the
+    distinct (patient_id, code) rows the release is made from (current
+    records, then the retained ones); ``retained`` the ids kept from the
+    previous release (they left); ``held`` the arrivals held back."""
+
+    plan: Plan
+    records: pd.DataFrame
+    retained: frozenset
+    held: frozenset
+    figures: dict
+
+    @property
+    def held_back(self) -> int:
+        return len(self.held)
+
+
+def stable_plan(records: pd.DataFrame, config: DisassociationConfig,
+                membership: pd.DataFrame, published: pd.DataFrame) -> StablePlan:
+    """Plan the next release of a scope whose last release put each patient
+    of ``membership`` (``patient_id, cluster``, clusters ``0 .. n - 1``) in a
+    cluster, made from ``published`` (``patient_id, code``).  Ids are opaque
+    strings: a caller may name patients by keyed links, as long as the same
+    patient has the same id in ``records`` and in the previous release.
+
+    Readings: a cluster keeps its number, so its refine window is the same
+    in every release (refining may still join it with other clusters of the
+    window); the arrivals' clusters follow, in HORPART order.  Arrivals fewer
+    than k are held back whole (none of them is published), since they
+    cannot fill a cluster of their own and joining an existing cluster would
+    change its membership."""
+    records = records[["patient_id", "code"]].astype(str).drop_duplicates(ignore_index=True)
+    old = membership[["patient_id", "cluster"]].astype({"patient_id": str, "cluster": "int64"})
+    if old["patient_id"].duplicated().any():
+        raise ParameterError("membership", "names a patient in two clusters")
+    n_old = int(old["cluster"].max()) + 1 if len(old) else 0
+    if sorted(old["cluster"].unique().tolist()) != list(range(n_old)):
+        raise ParameterError("membership", "clusters must be numbered 0 .. n - 1")
+    current, known = pd.Index(records["patient_id"].unique()), pd.Index(old["patient_id"])
+    published = published[["patient_id", "code"]].astype(str)
+    left = published[~published["patient_id"].isin(current)
+                     & published["patient_id"].isin(known)].drop_duplicates(ignore_index=True)
+    missing = known.difference(current).difference(pd.Index(left["patient_id"].unique()))
+    if len(missing):
+        raise ParameterError("published", f"{len(missing)} patient(s) of the membership who "
+                             "left have no published record to retain")
     arrived = records[~records["patient_id"].isin(known)]
-    kept = pd.concat([records[records["patient_id"].isin(known)], left], ignore_index=True)
-    rows = [old[["patient_id", "cluster"]]]
-    n_old = old["cluster"].max() + 1
     n_new = arrived["patient_id"].nunique()
-    held = 0
+    rows, held = [old], frozenset()
+    kept = records[records["patient_id"].isin(known)]
     if n_new >= config.k:
         p_new = plan(arrived, config)
         rows.append(p_new.rows[["patient_id", "cluster"]].assign(
             cluster=lambda d: d["cluster"] + n_old))
-        kept = pd.concat([kept, arrived], ignore_index=True)
+        kept = records[records["patient_id"].isin(known) | records["patient_id"].isin(
+            p_new.rows["patient_id"])]
     else:
-        held = n_new
+        held = frozenset(arrived["patient_id"])
+    out = pd.concat([kept, left], ignore_index=True)
     rows = pd.concat(rows, ignore_index=True).sort_values(["cluster", "patient_id"],
                                                          kind="stable", ignore_index=True)
     rows["position"] = rows.groupby("cluster").cumcount()
     sizes = rows.groupby("cluster").size().to_numpy()
-    figures = {"n_records": len(rows), "n_codes": int(kept["code"].nunique()),
-               "nnz": len(kept.drop_duplicates()), "merged_small_clusters": 0}
-    p = Plan(rows, len(sizes), figures, None, sizes)
-    out = _publish(kept, p, config)
-    return Published(out.release, out.membership, out.records,
-                     {**out.metrics, "held_back": held, "retained_left": int(left["patient_id"]
-                                                                             .nunique())}, held)
+    pairs = out.merge(rows, on="patient_id").groupby("cluster").size() \
+        .reindex(range(len(sizes)), fill_value=0).to_numpy()
+    figures = {"n_records": len(rows), "n_codes": int(out["code"].nunique()),
+               "nnz": len(out), "merged_small_clusters": 0}
+    retained = frozenset(left["patient_id"])
+    metrics = {"held_back": len(held), "retained_left": len(retained),
+               "persisting": int(current.isin(known).sum()), "arrived": int(n_new),
+               "clusters_kept": n_old, "clusters_new": len(sizes) - n_old}
+    return StablePlan(Plan(rows, len(sizes), figures, pairs, sizes), out, retained, held,
+                      metrics)
 
 
 def _publish(records: pd.DataFrame, p: Plan, config: DisassociationConfig) -> Published:

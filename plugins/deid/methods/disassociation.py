@@ -3,6 +3,18 @@
 
 No patient id reaches the release: a record survives only as subrecords of
 its cluster's chunks.
+
+Successive releases (issue 25): stable clusters with retention
+(``anonymizers.successive.disassociation``, threat model Section 3.1).  A run
+of a release with a published history starts from the state of the last
+published run (``deid.history.last_state``): every patient published before
+keeps its cluster, a patient who left is kept with the record last published
+(staged under its keyed link, ``RETAINED``), and the arrivals are clustered
+by HORPART among themselves; fewer than k arrivals are held back (metric
+``held_back``).  The new state (cluster of every published patient and the
+records the release was made from) is stored with the load (``state_parts``),
+keyed by ``deid.history.link``, never by source id.  A first release (no
+stored state) is planned exactly as before.
 """
 
 from __future__ import annotations
@@ -12,10 +24,11 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
+from deid import cross_release, history, staging
 from deid import parquet_io as pio
-from deid import staging
 from deid.methods.ugaclip import PARAMS as UGACLIP_PARAMS
 from deid.methods.ugaclip import utility_policy
+from deid.secret import pseudonym_key
 
 TITLE = "Disassociation (k^m-anonymity)"
 PARAMS = {
@@ -48,13 +61,23 @@ ID_COLUMNS = {"record_chunks": ("cluster_id", "chunk_id", "subrecord_id"),
 RECORD_COLUMNS = ["patient_id", "code"]
 RECORD_TYPES = {"patient_id": "string", "code": "string"}
 
+STATE_FILE = "dis_state."  # the new state, one Parquet file per part (``state_parts``)
+MEMBERSHIP, RECORDS = "dis_membership", "dis_records"  # the state's parts
+RETAINED = "dis_retained.parquet"  # patient_id (keyed link), code: published, then left
+HELD = "dis_held_back.parquet"  # patient_id: arrivals not published in this run
+SUCCESSIVE = "dis_successive.json"  # what the run made of the history (counts, no patient ids)
 
-def _policy(params, claims):
-    """The utility policy named in ``params`` (None: none), over the codes of ``claims``."""
+
+def _policy(params, claims, extra_codes=()):
+    """The utility policy named in ``params`` (None: none), over the codes of
+    ``claims`` (and ``extra_codes``: those of retained records)."""
     name = params.get("utility_policy", "none")
     if name in (None, "none"):
         return None
-    policy = utility_policy(name, pio.distinct(claims, "code"))
+    codes = pio.distinct(claims, "code")
+    if len(extra_codes):
+        codes = np.union1d(codes.astype(str), np.asarray(extra_codes, dtype=str))
+    policy = utility_policy(name, codes)
     return policy if isinstance(policy, list) else [list(c) for c in policy.constraints]
 
 
@@ -72,41 +95,165 @@ def plan(run, params) -> list[dict]:
     read a row group at a time), then each batch's records and plan rows to
     staging.  Returns the batches: numbers only, never ids.  Fewer than k
     records raise ``TooFewRecords``: the task, hence the run, fails rather
-    than load an empty release."""
+    than load an empty release.  A release with a stored state is planned
+    under stable clusters (``_stable_plan``)."""
     from anonymizers.disassociation.batches import plan_batches
 
     claims = run.path("claims.parquet")
-    policy = _policy(params, claims)
-    config = _config(params, policy)
-    p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source="claims.parquet")
+    key = pseudonym_key()
+    since, frames = history.last_state(run.release, run.run_id)
+    stable = MEMBERSHIP in frames and RECORDS in frames
+    previous = _state_in(frames, claims, key) if stable else None
+    retained = pd.DataFrame({c: pd.Series(dtype="str") for c in RECORD_COLUMNS})
+    if previous is None:
+        policy = _policy(params, claims)
+        config = _config(params, policy)
+        p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source="claims.parquet")
+        held, successive = [], {}
+    else:
+        p, retained, held, successive = _stable_plan(run, params, previous)
+        policy = successive.pop("policy")
+        config = _config(params, policy)
     size = staging.batch_size(params["batch_size"], p.n_clusters)
     ranges = p.batches(size, config.refine_window)
-    _write_batches(run, p.rows, ranges)
+    _write_batches(run, p.rows, ranges, retained)
+    pd.DataFrame({"patient_id": pd.Series(sorted(held), dtype="str")}).to_parquet(
+        run.path(HELD), index=False)
+    _write_state(run, len(ranges), set(retained["patient_id"]), key)
     run.write_json("dis_batches.json", {"ranges": ranges, "policy": policy,
                                         "n_clusters": p.n_clusters, "metrics": p.metrics})
+    run.write_json(SUCCESSIVE, {"state_from": since, "stable_clusters": previous is not None,
+                                **successive})
     return [{"index": i, "clusters": hi - lo} for i, (lo, hi) in enumerate(ranges)]
 
 
-def _write_batches(run, rows: pd.DataFrame, ranges: list) -> None:
+def _state_in(frames: dict, claims, key: bytes) -> dict:
+    """The stored state with the links of this run's patients mapped back to
+    their ids; a patient who left keeps its link (it names no patient of
+    this run).  A link equal to a source id of this run would make the two
+    one patient: refused (it does not happen with hex links and real ids)."""
+    ids = pd.Series(pio.distinct(claims, "patient_id")).astype(str)
+    back = pd.Series(ids.to_numpy(), index=history.link(ids, key).to_numpy())
+    out = {}
+    for name in (MEMBERSHIP, RECORDS):
+        f = frames[name].astype({"patient_id": str})
+        out[name] = f.assign(patient_id=f["patient_id"].map(back).fillna(f["patient_id"]))
+    left = pd.Index(frames[MEMBERSHIP]["patient_id"].astype(str)).difference(back.index)
+    if len(left.intersection(pd.Index(ids))):
+        from anonymizers.errors import InputError
+
+        raise InputError("release history", "a stored link equals a patient id of the claims")
+    return out
+
+
+def _stable_plan(run, params, previous: dict):
+    """(Plan, retained records, held-back ids, figures) of a run continuing
+    the previous release's clusters (``successive.disassociation.stable_plan``).
+
+    Reading: claims of fewer than k patients are refused as in a first run
+    (``TooFewRecords``), although the retained records would fill the
+    clusters: such a release would be the earlier one again, with next to
+    nothing of the run's own claims, and a plain release of them, which the
+    run's utility is reported beside, does not exist."""
+    from anonymizers.disassociation import TooFewRecords
+    from anonymizers.disassociation.batches import Plan
+    from anonymizers.successive.disassociation import stable_plan
+
+    claims = run.path("claims.parquet")
+    records = pd.read_parquet(claims, columns=RECORD_COLUMNS).drop_duplicates(ignore_index=True)
+    n = records["patient_id"].nunique()
+    if n < params["k"]:
+        raise TooFewRecords("claims.parquet", n, params["k"])
+    published = previous[RECORDS]
+    left = published[~published["patient_id"].isin(records["patient_id"])]
+    policy = _policy(params, claims, left["code"].unique())
+    s = stable_plan(records, _config(params, policy), previous[MEMBERSHIP], published)
+    retained = s.records[s.records["patient_id"].isin(s.retained)]
+    p = Plan(s.plan.rows[["patient_id", "cluster", "position"]], s.plan.n_clusters,
+             s.plan.metrics, s.plan.codes, s.plan.sizes)
+    return p, retained, s.held, {**s.figures, "policy": policy}
+
+
+def _write_batches(run, rows: pd.DataFrame, ranges: list, retained: pd.DataFrame) -> None:
     """Batch ``i``'s plan rows to ``dis_plan.b<i>``, and its patients' distinct
     (patient, code) rows, in claims order, to ``dis_records.b<i>``: the claims
     are routed a row group at a time, then each batch file is deduplicated on
-    its own (a patient's rows all go to one batch)."""
+    its own (a patient's rows all go to one batch).  Patients of the claims
+    outside the plan (held back) go nowhere; ``retained`` records (patients
+    who left, under their links) follow the claims in their batches."""
     batch_of = np.searchsorted([lo for lo, _ in ranges], rows["cluster"].to_numpy(),
                                side="right") - 1
     for i in range(len(ranges)):
         rows[batch_of == i].to_parquet(run.path(f"dis_plan.b{i}.parquet"), index=False)
     patients = pd.Index(rows["patient_id"])
-    lookup = batch_of
+    lookup = np.append(batch_of, -1)  # index -1 (not planned) -> batch -1
     paths = {i: run.path(f"dis_records.b{i}.parquet") for i in range(len(ranges))}
     with pio.ParquetAppender(paths, RECORD_TYPES) as out:
         out.append({i: pd.DataFrame({c: pd.Series(dtype="str") for c in RECORD_COLUMNS})
                     for i in paths})  # every file exists, with its schema
-        for group in pio.row_groups(run.path("claims.parquet"), RECORD_COLUMNS):
+        groups = pio.row_groups(run.path("claims.parquet"), RECORD_COLUMNS)
+        for group in (*groups, retained[RECORD_COLUMNS]) if len(retained) else groups:
             batch = lookup[patients.get_indexer(group["patient_id"])]
             out.append({i: group[batch == i] for i in np.unique(batch[batch >= 0]).tolist()})
     for path in paths.values():
         pd.read_parquet(path).drop_duplicates(ignore_index=True).to_parquet(path, index=False)
+    retained[RECORD_COLUMNS].to_parquet(run.path(RETAINED), index=False)
+
+
+def _linked(ids: pd.Series, retained: set, key: bytes) -> pd.Series:
+    """Source ids replaced by their keyed links; retained ids are links already."""
+    ids = ids.astype(str)
+    mine = ~ids.isin(retained)
+    return ids.where(~mine, history.link(ids[mine], key)) if mine.any() else ids
+
+
+def _write_state(run, n_batches: int, retained: set, key: bytes) -> None:
+    """The state the next run starts from: every published patient's cluster
+    and the records this release is made from, by keyed link."""
+    paths = {MEMBERSHIP: run.path(f"{STATE_FILE}{MEMBERSHIP}.parquet"),
+             RECORDS: run.path(f"{STATE_FILE}{RECORDS}.parquet")}
+    with pio.ParquetAppender(paths, {"patient_id": "string", "code": "string"}) as out:
+        for i in range(n_batches):
+            plan_rows = pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"),
+                                        columns=["patient_id", "cluster"])
+            records = pd.read_parquet(run.path(f"dis_records.b{i}.parquet"))
+            out.append({MEMBERSHIP: plan_rows.assign(
+                            patient_id=_linked(plan_rows["patient_id"], retained, key)),
+                        RECORDS: records.assign(
+                            patient_id=_linked(records["patient_id"], retained, key))})
+
+
+def state_parts(run) -> dict[str, pd.DataFrame]:
+    """The new state as the load stores it (``deid.history`` parts ``state/<name>``)."""
+    return {name: pd.read_parquet(run.path(f"{STATE_FILE}{name}.parquet"))
+            for name in (MEMBERSHIP, RECORDS)
+            if run.path(f"{STATE_FILE}{name}.parquet").exists()}
+
+
+def _retained(run) -> pd.DataFrame:
+    path = run.path(RETAINED)
+    return pd.read_parquet(path) if path.exists() else \
+        pd.DataFrame({c: pd.Series(dtype="str") for c in RECORD_COLUMNS})
+
+
+def check_inputs(run, params, key: bytes) -> dict:
+    """The cross-release verifier's inputs (``deid.cross_release``): its own
+    reading of the staged files, with the retained patients' ids, which are
+    links already, kept as they are instead of linked a second time (their
+    link must match the one the earlier releases stored)."""
+    out = cross_release._disassociation(run, params, key)
+    retained = pd.Series(_retained(run)["patient_id"].unique(), dtype="str")
+    if len(retained):
+        back = dict(zip(history.link(retained, key), retained))
+        for name in ("membership", "truth"):
+            out[name] = out[name].assign(patient_id=out[name]["patient_id"].replace(back))
+    return out
+
+
+# deid.cross_release builds every method's inputs from its own table; the
+# retained patients need the reading above (see the report of issue 25: the
+# table should ask the method module for it).
+cross_release.INPUTS["disassociation"] = check_inputs
 
 
 def disassociate(run, params, batch) -> dict:
@@ -144,7 +291,8 @@ def combine(run, params) -> dict:
                                  TABLE_TYPES) as out:
         for i in range(len(info["ranges"])):
             out.append(stitch.add(_fragment(run, i)))
-    metrics = run.small(stitch.metrics())
+    metrics = run.small({**stitch.metrics(), "held_back": 0, "retained_left": 0,
+                         **run.read_json(SUCCESSIVE)})
     run.write_json("method_metrics.json", metrics)
     return metrics
 
@@ -156,7 +304,31 @@ def measure(run, params) -> dict:
     on one record each, subrecords linked by association; ``reconstruction``
     and ``linking`` in the metrics name the rules), batch by batch (``batch_utility``: each refine
     window drawn with its own generator, so the figures do not depend on
-    the batching)."""
+    the batching).  A run under stable clusters also measures, beside them,
+    the release a plain run would have made of the same claims
+    (``plain_*``: what the defence costs; a defence that releases nothing
+    is not one)."""
+    from anonymizers.disassociation import metrics as dm
+
+    info = run.read_json("dis_batches.json")
+    n = len(info["ranges"])
+    batch = [lambda columns=None, i=i: pd.read_parquet(run.path(f"dis_records.b{i}.parquet"),
+                                                       columns=columns) for i in range(n)]
+    out, mre = _utility(batch, lambda i: _fragment(run, i), info["policy"], params)
+    if mre is not None:
+        run.write_json("mre_histogram.json",
+                       dm.mre_histogram(mre).set_index("interval")["share"].to_dict())
+    if run.read_json(SUCCESSIVE).get("stable_clusters"):
+        out.update(_plain_utility(run, params, info["policy"]))
+    metrics = {**run.read_json("method_metrics.json"), **out}
+    run.write_json("method_metrics.json", metrics)
+    return out
+
+
+def _utility(batch: list, fragment, policy, params) -> tuple[dict, np.ndarray | None]:
+    """The figures of ``measure`` for a release: ``batch[i](columns)`` reads
+    batch i's records, ``fragment(i)`` its fragment; and the MRE per
+    constraint of the utility policy (None without one)."""
     from anonymizers.disassociation import metrics as dm
     from anonymizers.disassociation.batch_utility import (
         BatchedUtility,
@@ -165,13 +337,11 @@ def measure(run, params) -> dict:
     )
     from anonymizers.disassociation.reconstruct import DEFAULT_ITEM_SUPPORT, DEFAULT_LINKING
 
-    info = run.read_json("dis_batches.json")
-    n = len(info["ranges"])
-    batch = [lambda columns=None, i=i: pd.read_parquet(run.path(f"dis_records.b{i}.parquet"),
-                                                       columns=columns) for i in range(n)]
     pairs = sum(sets_to_enumerate(read(["patient_id"])["patient_id"], 2) for read in batch)
     sizes = (1, 2) if pairs <= dm.MAX_ENUMERATED else (1,)  # too many pairs: codes only
-    utility = BatchedUtility(pio.distinct(run.path("claims.parquet"), "code"), sizes)
+    codes = np.unique(np.concatenate([read(["code"])["code"].to_numpy(dtype=object)
+                                      for read in batch]).astype(str))
+    utility = BatchedUtility(codes, sizes)
     for read in batch:
         utility.pool(read())
     rng = np.random.default_rng(params["seed"])
@@ -179,28 +349,52 @@ def measure(run, params) -> dict:
     frequent = frequent_sets(lambda: (read() for read in batch),
                              dm.w1_support(utility.n_records))
     w1 = [q for qs in dm.w1_chains(frequent, rng).values() for q in qs]
-    utility.start(w2, info["policy"], w1)
+    utility.start(w2, policy, w1)
     for i, read in enumerate(batch):
-        fragment = _fragment(run, i)
-        utility.add(read(), fragment.release, fragment.first, params["refine_window"],
-                    params["seed"])
+        f = fragment(i)
+        utility.add(read(), f.release, f.first, params["refine_window"], params["seed"])
     single = utility.mre_single_codes()
     out = {"are_w2": utility.are(), "w2_code_set_sizes": "-".join(map(str, sizes)),
            "are_w1": utility.are_w1() if w1 else None, "w1_queries": len(w1),
            "mre_share_in_-5_5_single_codes": dm.share_within(single),
            "mre_share_in_-2.5_2.5_single_codes": dm.share_within(single, -0.025, 0.025),
            "reconstruction": DEFAULT_ITEM_SUPPORT, "linking": DEFAULT_LINKING}
-    if info["policy"] is not None:
-        mre = utility.mre()
-        out["mre_share_in_-5_5"] = dm.share_within(mre)
-        out["mre_share_in_-2.5_2.5"] = dm.share_within(mre, -0.025, 0.025)
-        # Fig. 18's tail: constraints whose MRE is off by 10% or more either way
-        out["mre_share_beyond_10"] = 1.0 - dm.share_within(mre, -0.10, 0.10)
-        run.write_json("mre_histogram.json",
-                       dm.mre_histogram(mre).set_index("interval")["share"].to_dict())
-    metrics = {**run.read_json("method_metrics.json"), **out}
-    run.write_json("method_metrics.json", metrics)
-    return out
+    if policy is None:
+        return out, None
+    mre = utility.mre()
+    out["mre_share_in_-5_5"] = dm.share_within(mre)
+    out["mre_share_in_-2.5_2.5"] = dm.share_within(mre, -0.025, 0.025)
+    # Fig. 18's tail: constraints whose MRE is off by 10% or more either way
+    out["mre_share_beyond_10"] = 1.0 - dm.share_within(mre, -0.10, 0.10)
+    return out, mre
+
+
+PLAIN = "plain_"  # prefix of the figures of the release a plain run would have made
+
+
+def _plain_utility(run, params, policy) -> dict:
+    """``_utility`` of a plain disassociation of this run's claims (HORPART
+    over all of them, as a first release), with the same utility policy,
+    batched as the release is; its fragments are held in memory, one batch
+    at a time."""
+    from anonymizers.disassociation.batches import plan_batches, run_batch
+
+    claims = run.path("claims.parquet")
+    config = _config(params, policy)
+    p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source="claims.parquet")
+    ranges = p.batches(staging.batch_size(params["batch_size"], p.n_clusters),
+                       config.refine_window)
+    records = pd.read_parquet(claims, columns=RECORD_COLUMNS).drop_duplicates(ignore_index=True)
+    parts = [p.rows[p.rows["cluster"].between(lo, hi - 1)] for lo, hi in ranges]
+    batch = [lambda columns=None, rows=rows: records.loc[
+        records["patient_id"].isin(rows["patient_id"]), columns or RECORD_COLUMNS]
+        for rows in parts]
+    out, _ = _utility(batch, lambda i: run_batch(batch[i](), parts[i], config, p.n_clusters),
+                      policy, params)
+    keep = ("are_w2", "are_w1", "mre_share_in_-5_5_single_codes",
+            "mre_share_in_-2.5_2.5_single_codes", "mre_share_in_-5_5", "mre_share_in_-2.5_2.5",
+            "mre_share_beyond_10")
+    return {f"{PLAIN}{k}": out[k] for k in keep if k in out}
 
 
 def verify_batch(run, params, batch) -> dict:
@@ -242,7 +436,7 @@ def verify(run, params) -> list[dict]:
     windows = [_windows(run, i, lo, hi, params["refine_window"])
                for i, (lo, hi) in enumerate(ranges)]
     claim = [w for part in windows for w in part]
-    patients, index = pio.distinct(run.path("claims.parquet"), "patient_id"), _table_index(run)
+    patients, index = _published_patients(run), _table_index(run)
     if not len(index.clusters):  # nothing released (fewer than k records): check it whole
         return [verify_disassociation_tables(claim, patients, index, _records_of(run),
                                              _chunk_rows(run), _shared_rows(run),
@@ -259,7 +453,29 @@ def verify(run, params) -> list[dict]:
             bad.append(f"batch {i}: verified windows {doc['windows']}, the split has others")
         checked += doc["checked"]
         bad += doc["violations"]
-    return [Verdict.from_violations(PROPERTY, checked, bad).as_dict()]
+    verdicts = [Verdict.from_violations(PROPERTY, checked, bad).as_dict()]
+    if run.read_json(SUCCESSIVE).get("stable_clusters"):
+        verdicts.append(_held_back_verdict(run, params))
+    return verdicts
+
+
+HELD_PROPERTY = "stable clusters: only fewer than k arrivals are held back, none published"
+
+
+def _held_back_verdict(run, params) -> dict:
+    """Arrivals are held back only when fewer than k arrived (more form
+    clusters of their own), and a held-back patient is in no cluster."""
+    from anonymizers.verify.verdict import Verdict
+
+    held = pd.read_parquet(run.path(HELD))["patient_id"]
+    planned = pd.concat([pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"),
+                                         columns=["patient_id"])["patient_id"]
+                         for i in range(len(run.read_json("dis_batches.json")["ranges"]))])
+    bad = ([f"{len(held)} arrivals held back, not fewer than k={params['k']}"]
+           if len(held) >= params["k"] else []) + \
+        ([f"{int(held.isin(planned).sum())} held-back patient(s) are in a cluster"]
+         if held.isin(planned).any() else [])
+    return Verdict.from_violations(HELD_PROPERTY, len(held), bad).as_dict()
 
 
 def _table_path(run):
@@ -277,11 +493,30 @@ def _table_index(run):
         {f"{b}.{c}": pio.null_count(table(b), c) for b, cols in ID_COLUMNS.items() for c in cols})
 
 
+def _published_patients(run) -> np.ndarray:
+    """The patients the release must hold: the claims' patients but the
+    arrivals held back, and the retained patients (who left)."""
+    ids = pio.distinct(run.path("claims.parquet"), "patient_id")
+    held = run.path(HELD)
+    if held.exists():
+        ids = np.setdiff1d(ids, pd.read_parquet(held)["patient_id"].to_numpy(dtype=object))
+    retained = _retained(run)["patient_id"].unique()
+    return np.concatenate([ids, retained]) if len(retained) else ids
+
+
 def _records_of(run):
-    """``records(patients)``: their distinct staged (patient, code) rows."""
+    """``records(patients)``: their distinct staged (patient, code) rows, and
+    the retained records of those who left (as the stored state gave them)."""
+    retained = _retained(run)
+
     def records(patients):
-        return pio.rows_of(run.path("claims.parquet"), "patient_id", patients,
-                           ["patient_id", "code"]).drop_duplicates(ignore_index=True)
+        found = pio.rows_of(run.path("claims.parquet"), "patient_id", patients,
+                            ["patient_id", "code"])
+        if len(retained):
+            mine = retained[retained["patient_id"].isin(pd.Index(np.asarray(patients,
+                                                                            dtype=object)))]
+            found = pd.concat([found, mine], ignore_index=True)
+        return found.drop_duplicates(ignore_index=True)
     return records
 
 
@@ -316,7 +551,8 @@ def gates(run, params, source) -> Iterator[tuple]:
     import great_expectations as gx
 
     E = gx.expectations
-    vocabulary = sorted(source.codes)
+    retained = _retained(run)
+    vocabulary = sorted(set(source.codes) | set(retained["code"]))
     for name in ("record_chunks", "item_chunks", "shared_chunks"):
         for part in pio.row_groups(run.path(f"dis_{name}.parquet"), ["code"]):
             yield (name, part, [E.ExpectColumnValuesToBeInSet(column="code", value_set=vocabulary),
@@ -324,7 +560,8 @@ def gates(run, params, source) -> Iterator[tuple]:
     clusters = pd.read_parquet(run.path("dis_clusters.parquet"))
     yield ("clusters", clusters, [
         E.ExpectColumnValuesToBeBetween(column="size", min_value=params["k"]),
-        E.ExpectColumnSumToBeBetween(column="size", max_value=len(source.patients))])
+        E.ExpectColumnSumToBeBetween(column="size", max_value=len(source.patients)
+                                     + retained["patient_id"].nunique())])
 
 
 def release_tables(run, params, token_key: str) -> dict:
