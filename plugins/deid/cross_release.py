@@ -36,7 +36,6 @@ still read here.
 
 from __future__ import annotations
 
-import pandas as pd
 
 from deid import history
 from deid.secret import pseudonym_key
@@ -45,39 +44,9 @@ from deid.secret import pseudonym_key
 NEW_ONLY = frozenset({"population"})
 
 
-def _linked(frame: pd.DataFrame, column: str, key: bytes) -> pd.DataFrame:
-    return frame.assign(**{column: history.link(frame[column].astype(str), key)})
-
-
-def _disassociation(run, params: dict, key: bytes) -> dict:
-    """The release as the CLI's JSON document, stitched from the batches'
-    fragments (a fragment's clusters start at its ``first``; its shared
-    chunks name its own clusters), the plan's cluster of each record and
-    the records (``deid.methods.disassociation`` stages all three)."""
-    n = len(run.read_json("dis_batches.json")["ranges"])
-    clusters, shared = [], []
-    for i in range(n):
-        fragment = run.read_json(f"dis_fragment.b{i}.json")
-        first, release = fragment["first"], fragment["release"]
-        clusters += release["clusters"]
-        shared += [{**s, "clusters": [first + c for c in s["clusters"]]}
-                   for s in release.get("shared_chunks", [])]
-    membership = pd.concat([pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"),
-                                            columns=["patient_id", "cluster"]) for i in range(n)],
-                           ignore_index=True)
-    truth = pd.concat([pd.read_parquet(run.path(f"dis_records.b{i}.parquet"))
-                       for i in range(n)], ignore_index=True)
-    return {"release": {"clusters": clusters, "shared_chunks": shared},
-            "membership": _linked(membership, "patient_id", key),
-            "truth": _linked(truth, "patient_id", key)}
-
-
 def _inputs_of(method: str):
     """The function giving ``method``'s verifier inputs of a staged run: the
-    method module's public ``history_inputs(run, params, key)``;
-    disassociation's is still here (its module is being reworked)."""
-    if method == "disassociation":
-        return _disassociation
+    method module's public ``history_inputs(run, params, key)``."""
     from deid.methods import METHODS
 
     return getattr(METHODS.get(method), "history_inputs", None)

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from deid import cross_release, history, staging
+from deid import history, staging
 from deid import parquet_io as pio
 from deid.methods.ugaclip import PARAMS as UGACLIP_PARAMS
 from deid.methods.ugaclip import utility_policy
@@ -48,6 +48,13 @@ PARAMS = {
                    "title": "Clusters per batch",
                    "description": "HORPART clusters per VERPART/refining task (rounded up to "
                    "whole refine windows). The release does not depend on it."},
+    "successive_defence": {
+        "type": "boolean", "default": True, "title": "Stable clusters over successive releases",
+        "description": "With a published release, keep every published patient in its "
+                       "cluster, retain those who left, cluster the arrivals among themselves "
+                       "(fewer than k are held back); off: disassociate the whole cohort "
+                       "again, which validate refuses when the combination with the earlier "
+                       "releases breaks k^m-anonymity."},
 }
 STEPS = ("plan", "disassociate", "combine", "verify_batch", "measure")
 MAPPED = {"disassociate": "plan", "verify_batch": "plan"}  # one task per batch of the plan
@@ -102,7 +109,7 @@ def plan(run, params) -> list[dict]:
     claims = run.path("claims.parquet")
     key = pseudonym_key()
     since, frames = history.last_state(run.release, run.run_id)
-    stable = MEMBERSHIP in frames and RECORDS in frames
+    stable = params.get("successive_defence", True) and MEMBERSHIP in frames and RECORDS in frames
     previous = _state_in(frames, claims, key) if stable else None
     retained = pd.DataFrame({c: pd.Series(dtype="str") for c in RECORD_COLUMNS})
     if previous is None:
@@ -236,24 +243,41 @@ def _retained(run) -> pd.DataFrame:
         pd.DataFrame({c: pd.Series(dtype="str") for c in RECORD_COLUMNS})
 
 
-def check_inputs(run, params, key: bytes) -> dict:
+def _staged_inputs(run, key: bytes) -> dict:
+    """The release as the CLI's JSON document, stitched from the batches'
+    fragments (a fragment's clusters start at its ``first``; its shared
+    chunks name its own clusters), the plan's cluster of each record and
+    the records (``deid.methods.disassociation`` stages all three)."""
+    n = len(run.read_json("dis_batches.json")["ranges"])
+    clusters, shared = [], []
+    for i in range(n):
+        fragment = run.read_json(f"dis_fragment.b{i}.json")
+        first, release = fragment["first"], fragment["release"]
+        clusters += release["clusters"]
+        shared += [{**s, "clusters": [first + c for c in s["clusters"]]}
+                   for s in release.get("shared_chunks", [])]
+    membership = pd.concat([pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"),
+                                            columns=["patient_id", "cluster"]) for i in range(n)],
+                           ignore_index=True)
+    truth = pd.concat([pd.read_parquet(run.path(f"dis_records.b{i}.parquet"))
+                       for i in range(n)], ignore_index=True)
+    return {"release": {"clusters": clusters, "shared_chunks": shared},
+            "membership": membership.assign(patient_id=history.link(membership["patient_id"].astype(str), key)),
+            "truth": truth.assign(patient_id=history.link(truth["patient_id"].astype(str), key))}
+
+
+def history_inputs(run, params, key: bytes) -> dict:
     """The cross-release verifier's inputs (``deid.cross_release``): its own
     reading of the staged files, with the retained patients' ids, which are
     links already, kept as they are instead of linked a second time (their
     link must match the one the earlier releases stored)."""
-    out = cross_release._disassociation(run, params, key)
+    out = _staged_inputs(run, key)
     retained = pd.Series(_retained(run)["patient_id"].unique(), dtype="str")
     if len(retained):
         back = dict(zip(history.link(retained, key), retained))
         for name in ("membership", "truth"):
             out[name] = out[name].assign(patient_id=out[name]["patient_id"].replace(back))
     return out
-
-
-# deid.cross_release builds every method's inputs from its own table; the
-# retained patients need the reading above (see the report of issue 25: the
-# table should ask the method module for it).
-cross_release.INPUTS["disassociation"] = check_inputs
 
 
 def disassociate(run, params, batch) -> dict:
