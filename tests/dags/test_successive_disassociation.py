@@ -30,15 +30,12 @@ from deid import parquet_io as pio
 from deid.methods import disassociation as dis
 
 from tests.dags.release_copies import TEST_POLICY, forget_history, write_copies
-from tests.dags.test_successive_release import (
-    TURNOVER,
-    Members,
-    _audit,
-    _dag,
-    _query,
-    _released,
-    _row,
-)
+from tests.dags.successive_runs import TURNOVER, Members
+from tests.dags.successive_runs import audit as _audit
+from tests.dags.successive_runs import dag as _dag
+from tests.dags.successive_runs import query as _query
+from tests.dags.successive_runs import released as _released
+from tests.dags.successive_runs import row as _row
 
 pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
 
@@ -95,8 +92,7 @@ def _links_with_claims(run_id: str) -> set:
 @pytest.fixture(scope="module")
 def runs(warehouse):
     """Run 1; turnover; run 2 without the defence; run 2 with it."""
-    forget_history(warehouse, RELEASE)
-    members = Members(warehouse)
+    members = Members(warehouse, [RELEASE])
     first_members = members.present()
     dag = _dag(f"deid_{RELEASE}")
     first = dag.test(run_conf=CONF)
