@@ -1,6 +1,6 @@
 """Read CMS's CCW RIF claims layout (the layout of today's Medicare data and of
 CMS's Synthea-generated RIF sample, ../shared/datasets/rif_synthea/) into
-the frames of sql/rif_source_schema.sql.
+the frames of the RIF tables of sql/source_schema.sql.
 
 The layout (CCW data dictionary; SOURCES.md describes the sample):
 
@@ -206,7 +206,7 @@ def _dx_part(df, code_col, flag_col, line) -> pd.DataFrame:
 
 
 def read_files(paths, drop_unknown: bool = False) -> dict[str, pd.DataFrame]:
-    """Every file read and checked: frames per table of rif_source_schema.sql
+    """Every file read and checked: frames per table of sql/source_schema.sql (source.rif_*)
     (``rif_beneficiary``, ``rif_claims``, ``rif_diagnoses``) and
     ``dropped_codes``, the number of unknown codes dropped per file name."""
     benes, claims, dx, dropped = [], [], [], {}
@@ -234,7 +234,7 @@ def _concat(frames, cols) -> pd.DataFrame:
 
 def load_files(paths, drop_unknown: bool = False) -> dict[str, int]:
     """Read and check every file first, then load them in one transaction into
-    the tables of sql/rif_source_schema.sql (which must exist); rows per table."""
+    the RIF tables of sql/source_schema.sql (which must exist); rows per table."""
     from deid.pgcopy import copy_frame
     from deid.warehouse import connect
 
