@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import psycopg2
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,7 +37,7 @@ import pyarrow.parquet as pq
 from anonymizers.errors import InputError
 from deid.paths import sql_text
 from deid.scope import splice
-from deid.synpuf_loader import CMS_PLACEHOLDERS
+from deid.synpuf_loader import CMS_PLACEHOLDERS, ICD9_DX
 from deid.warehouse import connect
 
 if TYPE_CHECKING:  # deid.releases imports the methods, which import this module
@@ -124,11 +125,18 @@ def _csv_to_parquet(csv, out: Path, codes: CodePolicy) -> dict:
         return {"rows": 0, "patients": 0, **counts, "code_system": codes.code_system}
     read = rows = 0
     patients: set = set()
+    last: tuple = (None, set())  # the previous block's last claim and its codes
     with pq.ParquetWriter(out, SCHEMA, compression="zstd") as writer:
         for batch in read_blocks(csv, READ_SCHEMA, "the extract", strings_can_be_null=True):
             table = pa.Table.from_batches([batch])
             table, block_counts = _check_block(table, read, codes)
             read += batch.num_rows
+            if block_counts["codes_mapped"]:
+                table = _distinct_codes(table, last)
+            if table.num_rows:
+                claim = table["claim_id"][-1].as_py()
+                last = (claim, set(table.filter(pc.equal(table["claim_id"], claim))["code"]
+                                   .to_pylist()))
             for name, n in block_counts.items():
                 counts[name] += n
             rows += table.num_rows
@@ -175,6 +183,17 @@ def _check_block(table: pa.Table, offset: int, codes: CodePolicy) -> tuple[pa.Ta
                    "unknown_codes_dropped": clean.dropped, "codes_mapped": clean.mapped}
 
 
+def _distinct_codes(table: pa.Table, last: tuple) -> pa.Table:
+    """One row per claim and code, as the query gives them: two source codes
+    mapped to one target code leave one row.  A claim's rows are contiguous
+    (the query's lateral join), so only the previous block's last claim
+    (``last``: its id and codes) can hold a code of this block's first."""
+    frame = table.select(["claim_id", "code"]).to_pandas()
+    again = frame.duplicated().to_numpy() | (
+        frame["claim_id"].eq(last[0]) & frame["code"].isin(last[1])).to_numpy()
+    return table.filter(pa.array(~again)) if again.any() else table
+
+
 class BlockCodes:
     """A block's codes as the release's code system holds them: ``codes``
     (normalised or mapped) of the rows ``keep`` marks, and the counts."""
@@ -188,27 +207,60 @@ def clean_block_codes(code, version, codes: CodePolicy, claim_ids, offset: int,
     """``anonymizers.io.clean_codes`` over one block's codes and version flags
     (Arrow arrays; a null flag is the release's system).  A refusal names the
     source table of the row's claim, its extract row (``offset`` + its block
-    position ``rows[i]`` + 1) and ``field`` (or ``version_field``)."""
-    import pandas as pd
+    position ``rows[i]`` + 1) and ``field`` (or ``version_field``).
 
+    Reading chosen for ICD-9-CM releases (``legacy_icd9``): an ICD-9-CM code
+    that CMS's final (v32) tabular list lacks but that has ICD-9-CM's form is
+    kept, normalised, as the extract kept it before code systems existed:
+    DE-SynPUF writes such codes (``0421``, ``30511``, ``71860``), and an ICD-9
+    release's output must not change.  No ICD-10-CM release keeps them: mapped
+    through the GEM, they are unknown codes."""
+    from anonymizers.codesystems import NAMES, normalize
     from anonymizers.io import CODE_VERSION, clean_codes
 
     flags = pc.fill_null(version, FLAG[codes.code_system])
     frame = pd.DataFrame({"code": code.to_numpy(zero_copy_only=False),
                           CODE_VERSION: flags.to_numpy(zero_copy_only=False),
                           "position": np.arange(len(code))})
+    legacy = legacy_icd9(frame["code"], frame[CODE_VERSION]) \
+        if codes.code_system == "icd9cm" else np.zeros(len(frame), dtype=bool)
+    checked = frame[~legacy]
     try:
-        clean = clean_codes(frame, "the extract", codes.code_system, codes.drop_unknown,
+        clean = clean_codes(checked, "the extract", codes.code_system, codes.drop_unknown,
                             codes.mixed, codes.gem)
     except InputError as exc:
         if exc.row is None:
             raise
+        i = int(checked["position"].iloc[exc.row - 1])
         where = field if exc.field == "code" else version_field
-        _fail(claim_ids, offset, int(rows[exc.row - 1]), where, exc.problem)
+        problem = exc.problem
+        if where == field and not version[i].is_valid:  # no flag: the release file's system
+            problem = (f"not a code of {NAMES[codes.code_system]} (the release file's "
+                       "code_system), nor after removing dots, spaces and case")
+        _fail(claim_ids, offset, int(rows[i]), where, problem)
+    out = np.empty(len(frame), dtype=object)
+    out[clean.table["position"].to_numpy()] = clean.table["code"].to_numpy(dtype=object)
+    out[legacy] = normalize(frame["code"][legacy].to_numpy(dtype=object))
     keep = np.zeros(len(frame), dtype=bool)
     keep[clean.table["position"].to_numpy()] = True
-    return BlockCodes(clean.table["code"].to_numpy(dtype=object), keep, clean.dropped,
-                      clean.mapped)
+    keep |= legacy
+    return BlockCodes(out[keep], keep, clean.dropped, clean.mapped)
+
+
+def legacy_icd9(code, flag) -> np.ndarray:
+    """Rows flagged (or taken as) ICD-9-CM whose code, normalised, has
+    ICD-9-CM's form (``deid.synpuf_loader.ICD9_DX``) but is not in CMS's
+    v32 tabular list (``clean_block_codes``)."""
+    from anonymizers.codesystems import is_valid, normalize
+
+    norm = pd.Series(normalize(code.to_numpy(dtype=object)), dtype=object)
+    nine = np.asarray(flag.to_numpy(dtype=object) == "9", dtype=bool)
+    form = norm.str.fullmatch(ICD9_DX.pattern.strip("^$")).fillna(False).to_numpy(dtype=bool)
+    candidates = nine & form
+    out = np.zeros(len(norm), dtype=bool)
+    if candidates.any():
+        out[candidates] = ~is_valid(norm[candidates].to_numpy(dtype=object), "icd9cm")
+    return out
 
 
 def _first(mask) -> int:
@@ -266,8 +318,10 @@ def clean_claim_codes(table: pa.Table, offset: int, codes: CodePolicy) -> tuple[
     """A per-claim block with ``dx_code`` and each of ``other_dx_codes`` checked
     like the long extract's codes (``clean_block_codes``), its version columns
     dropped.  A dropped code leaves its claim (an empty ``dx_code`` if it was
-    the primary one); CMS placeholders are dropped too.  The block is returned
-    as it came when every code was already written as its system holds it."""
+    the primary one).  CMS's placeholders stay as they are, counted: the HHP
+    method and screening took them as written before code systems existed.
+    The block is returned as it came when every code was already written as
+    its system holds it."""
     n = table.num_rows
     parts = pc.split_pattern(pc.fill_null(table["other_dx_codes"], ""), ";")
     claim = np.concatenate([np.arange(n), pc.list_parent_indices(parts).to_numpy()])
@@ -292,11 +346,13 @@ def clean_claim_codes(table: pa.Table, offset: int, codes: CodePolicy) -> tuple[
         new[idx[clean.keep]] = clean.codes
         kept[idx[clean.keep]] = True
         dropped, mapped = dropped + clean.dropped, mapped + clean.mapped
-    counts = {"placeholder_codes_dropped": int(placeholder.sum()),
-              "unknown_codes_dropped": dropped, "codes_mapped": mapped}
+    raw_codes = np.asarray(raw.to_numpy(zero_copy_only=False), dtype=object)
+    placeholder &= given
+    new[placeholder], kept[placeholder] = raw_codes[placeholder], True
+    counts = {"placeholder_codes": int(placeholder.sum()), "unknown_codes_dropped": dropped,
+              "codes_mapped": mapped}
     table = table.drop_columns(["dx_version", "other_dx_versions"])
-    if (kept == (given & ~placeholder)).all() and (new[kept] == np.asarray(
-            raw.to_numpy(zero_copy_only=False), dtype=object)[kept]).all():
+    if (kept == given).all() and (new[kept] == raw_codes[kept]).all():
         return table, counts
     return _with_codes(table, claim, new, kept, is_dx), counts
 
@@ -324,8 +380,6 @@ def _flags_per_code(table: pa.Table, parts) -> pa.Array:
 
 def _with_codes(table: pa.Table, claim: np.ndarray, new: np.ndarray, kept: np.ndarray,
                 is_dx: np.ndarray) -> pa.Table:
-    import pandas as pd
-
     n = table.num_rows
     dx = np.where(kept[:n], new[:n], "")
     others = pd.Series(new[~is_dx & kept]).groupby(claim[~is_dx & kept], sort=False).agg(

@@ -151,3 +151,7 @@ def test_sample_loads_into_the_rif_source_tables(warehouse, rif):
     assert per_type == {"carrier": 37, "dme": 1, "hha": 14, "hospice": 1, "inpatient": 16,
                         "outpatient": 19, "snf": 1}
     assert counts["rif_claims"] == 89 and counts["rif_diagnoses"] == n_dx > 0
+    assert counts["unknown_codes_dropped"] == 4
+    # other tests' extracts read the RIF tables too
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("TRUNCATE source.rif_beneficiary, source.rif_claims, source.rif_diagnoses")
