@@ -289,3 +289,22 @@ def test_the_icd10_release_files_name_their_system_and_the_icd10_policy():
     assert medco.screening_policy == "hhp-2012-icd10-v1"
     for name in ("hhp_claims", "medco_codes"):  # the ICD-9 files say nothing of it
         assert "code_system" not in (ROOT / "releases" / f"{name}.yaml").read_text()
+
+
+def test_the_run_keeps_the_release_files_code_policy_for_its_extract(tmp_path):
+    """``prepare`` stages the file's code policy; the extract and screening
+    steps read it back (``steps.code_policy``), ICD-9-CM's defaults without."""
+    from deid import steps
+
+    gem = tmp_path / "gem.csv"
+    gem.write_text("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n")
+    release = load_release(_write(tmp_path, GOOD + f"code_system: icd10cm\nmixed: map-to-icd10"
+                                  f"\ngem: {gem}\n"))
+    run = steps.Run("example", "manual__code_policy_test")
+    try:
+        assert steps.code_policy(run) == releases_mod.CodePolicy()
+        steps._resolve_run(run, release, {}, "tester")
+        assert steps.code_policy(run) == release.codes
+        assert steps.run_params(run)["params"]["code_system"] == "icd10cm"
+    finally:
+        steps.cleanup(run)
