@@ -253,14 +253,13 @@ def legacy_icd9(code, flag) -> np.ndarray:
     v32 tabular list (``clean_block_codes``)."""
     from anonymizers.codesystems import is_valid, normalize
 
-    norm = pd.Series(normalize(code.to_numpy(dtype=object)), dtype=object)
+    index, uniques = pd.factorize(pd.Series(normalize(code.to_numpy(dtype=object)),
+                                            dtype=object))
+    kept = np.array([bool(ICD9_DX.match(u)) for u in uniques], dtype=bool)
+    if kept.any():
+        kept[kept] = ~is_valid(uniques[kept].to_numpy(dtype=object), "icd9cm")
     nine = np.asarray(flag.to_numpy(dtype=object) == "9", dtype=bool)
-    form = norm.str.fullmatch(ICD9_DX.pattern.strip("^$")).fillna(False).to_numpy(dtype=bool)
-    candidates = nine & form
-    out = np.zeros(len(norm), dtype=bool)
-    if candidates.any():
-        out[candidates] = ~is_valid(norm[candidates].to_numpy(dtype=object), "icd9cm")
-    return out
+    return nine & kept[index] if len(index) else np.zeros(0, dtype=bool)
 
 
 def _first(mask) -> int:

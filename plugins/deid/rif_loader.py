@@ -23,6 +23,11 @@ the field, never the value.  With ``drop_unknown=True`` unknown codes are
 counted and dropped instead.  File kinds come from the CCW file names
 (``carrier``, ``inpatient``, ``beneficiary_2015``...); PDE (drug events,
 no diagnoses) and beneficiary history files are not read.
+
+``python -m deid.rif_loader DIR [--drop-unknown] [--replace]`` loads a
+folder into the warehouse's ``source.rif_*`` tables (sql/source_schema.sql),
+all or nothing; the extract queries (sql/extract_claims*.sql) read them
+beside the DE-SynPUF tables, so every release runs on either layout.
 """
 
 from __future__ import annotations
