@@ -205,7 +205,9 @@ class BlockCodes:
 def clean_block_codes(code, version, codes: CodePolicy, claim_ids, offset: int,
                       rows: np.ndarray, field: str, version_field: str) -> BlockCodes:
     """``anonymizers.io.clean_codes`` over one block's codes and version flags
-    (Arrow arrays; a null flag is the release's system).  A refusal names the
+    (Arrow arrays; a null flag is the release's system), once per distinct
+    (code, flag): the distinct pairs keep the order of their first rows, so
+    the first pair refused is the first row refused.  A refusal names the
     source table of the row's claim, its extract row (``offset`` + its block
     position ``rows[i]`` + 1) and ``field`` (or ``version_field``).
 
@@ -218,10 +220,15 @@ def clean_block_codes(code, version, codes: CodePolicy, claim_ids, offset: int,
     from anonymizers.codesystems import NAMES, normalize
     from anonymizers.io import CODE_VERSION, clean_codes
 
+    if isinstance(code, pa.ChunkedArray):
+        code, version = code.combine_chunks(), version.combine_chunks()
     flags = pc.fill_null(version, FLAG[codes.code_system])
-    frame = pd.DataFrame({"code": code.to_numpy(zero_copy_only=False),
-                          CODE_VERSION: flags.to_numpy(zero_copy_only=False),
-                          "position": np.arange(len(code))})
+    pairs = pc.dictionary_encode(pc.binary_join_element_wise(code, flags, "\x1f"))
+    index = pairs.indices.to_numpy(zero_copy_only=False)
+    split = [p.rpartition("\x1f") for p in pairs.dictionary.to_pylist()]
+    frame = pd.DataFrame({"code": [c for c, _, _ in split],
+                          CODE_VERSION: [f for _, _, f in split], "position": range(len(split))})
+    first = np.unique(index, return_index=True)[1]  # the first row of each pair
     legacy = legacy_icd9(frame["code"], frame[CODE_VERSION]) \
         if codes.code_system == "icd9cm" else np.zeros(len(frame), dtype=bool)
     checked = frame[~legacy]
@@ -231,7 +238,7 @@ def clean_block_codes(code, version, codes: CodePolicy, claim_ids, offset: int,
     except InputError as exc:
         if exc.row is None:
             raise
-        i = int(checked["position"].iloc[exc.row - 1])
+        i = int(first[checked["position"].iloc[exc.row - 1]])
         where = field if exc.field == "code" else version_field
         problem = exc.problem
         if where == field and not version[i].is_valid:  # no flag: the release file's system
@@ -239,12 +246,15 @@ def clean_block_codes(code, version, codes: CodePolicy, claim_ids, offset: int,
                        "code_system), nor after removing dots, spaces and case")
         _fail(claim_ids, offset, int(rows[i]), where, problem)
     out = np.empty(len(frame), dtype=object)
+    kept = np.zeros(len(frame), dtype=bool)
+    kept[clean.table["position"].to_numpy()] = True
     out[clean.table["position"].to_numpy()] = clean.table["code"].to_numpy(dtype=object)
     out[legacy] = normalize(frame["code"][legacy].to_numpy(dtype=object))
-    keep = np.zeros(len(frame), dtype=bool)
-    keep[clean.table["position"].to_numpy()] = True
-    keep |= legacy
-    return BlockCodes(out[keep], keep, clean.dropped, clean.mapped)
+    kept |= legacy
+    foreign = (frame[CODE_VERSION] != FLAG[codes.code_system]).to_numpy()
+    keep = kept[index]
+    return BlockCodes(out[index[keep]], keep, int((~keep).sum()),
+                      int((kept & foreign)[index].sum()))
 
 
 def legacy_icd9(code, flag) -> np.ndarray:
