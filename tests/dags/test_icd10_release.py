@@ -17,9 +17,22 @@ pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
 RIF_TABLES = ("rif_beneficiary", "rif_claims", "rif_diagnoses")
 
 
+# a tiny GEM in anonymizers.io.GEM_COLUMNS' layout
+GEM = ("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n"
+       "4011,I10,0,0,0,0,1\n25000,E119,0,0,0,0,1\n")
+
+
 @pytest.fixture(scope="module", autouse=True)
 def release_files(tmp_path_factory):
     folder = write_copies(tmp_path_factory.mktemp("releases"))
+    # medco_codes_icd10 mapping ICD-9-CM-flagged codes through the GEM
+    gem = folder.parent / "gem.csv"
+    gem.write_text(GEM)
+    text = (folder / "medco_codes_icd10.yaml").read_text()
+    (folder / "medco_mixed.yaml").write_text(
+        text.replace("name: medco_codes_icd10", "name: medco_mixed")
+        .replace("table: medco_codes_icd10", "table: medco_mixed")
+        .replace("mixed: refuse", f"mixed: map-to-icd10\ngem: {gem}"))
     before = os.environ.get("DEID_RELEASES_DIR")
     os.environ["DEID_RELEASES_DIR"] = str(folder)
     os.environ.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", "test-key-not-secret")
@@ -114,3 +127,43 @@ def test_an_icd9_release_refuses_icd10_claims_at_the_extract(icd10_ids, warehous
     (codes,), = _query(warehouse, "SELECT array_agg(DISTINCT icd9_dgns_cd_1) FROM "
                        "source.carrier_claims")
     assert not any(f"'{c}'" in error or f" {c} " in error for c in codes)
+
+
+def _rif_icd9_claims(warehouse, n: int = 4) -> None:
+    """``n`` RIF beneficiaries, each with a carrier claim whose codes CMS
+    flags ICD-9-CM (4011, 25000) beside an ICD-10-CM one (E119)."""
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        for b in range(n):
+            bene, clm = f"-9{b}", f"-90{b}"
+            cur.execute("INSERT INTO source.rif_beneficiary VALUES (2015, %s, '1950-03-01', "
+                        "1, 1, '22', '090')", (bene,))
+            cur.execute("INSERT INTO source.rif_claims VALUES ('carrier', %s, %s, "
+                        "'2015-05-30', '2015-05-30')", (bene, clm))
+            for field, code, system in (("PRNCPAL_DGNS_CD", "4011", "icd9cm"),
+                                        ("ICD_DGNS_CD1", "E119", "icd10cm"),
+                                        ("ICD_DGNS_CD2", "25000", "icd9cm")):
+                cur.execute("INSERT INTO source.rif_diagnoses VALUES ('carrier', %s, %s, NULL, "
+                            "%s, %s, %s)", (bene, clm, field, code, system))
+
+
+def test_mixed_code_systems_are_refused_or_mapped_as_the_release_file_says(icd10_ids,
+                                                                           warehouse):
+    """The generated ICD-10-CM claims and RIF claims with ICD-9-CM-flagged
+    codes: medco_codes_icd10 (mixed: refuse) stops at the extract; its copy
+    saying map-to-icd10 maps them through the GEM and loads."""
+    _rif_icd9_claims(warehouse)
+    try:
+        refused = _dag("deid_medco_codes_icd10").test(run_conf=TEST_POLICY["medco_codes_icd10"])
+        assert str(refused.state).endswith("failed")
+        error = _audit(warehouse, "medco_codes_icd10", refused.run_id)["error"]
+        assert error.startswith("extract: source.rif_diagnoses (carrier claims), row ")
+        assert "mixed: refuse" in error and "4011" not in error and "-90" not in error
+        mapped = _dag("deid_medco_mixed").test(run_conf=TEST_POLICY["medco_codes_icd10"])
+        assert str(mapped.state).endswith("success"), mapped.state
+        audit = _audit(warehouse, "medco_mixed", mapped.run_id)
+        assert audit["outcome"] == "loaded"
+        assert audit["metrics"]["extract"]["codes_mapped"] == 8  # two codes of four claims
+        assert all(v["ok"] for v in audit["verdicts"]["verdicts"])
+    finally:
+        with warehouse.connect() as conn, conn.cursor() as cur:
+            cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in RIF_TABLES))
