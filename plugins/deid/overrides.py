@@ -12,7 +12,8 @@ file gives it under ``overrides:`` or by default:
 - ``any`` (the default for ``deid.methods.FREE``, settings the release does
   not depend on): any valid value;
 - ``fixed`` (the default for everything else: seed, utility policy, code
-  lists, ...): not at all.
+  lists, ...): not at all.  The code system (``deid.methods.FILE_ONLY``) is
+  fixed whatever the file says: it describes the data, not a protection.
 
 The method is never overridden, nor may a run name a parameter its method
 does not have.  A refused run stops before anything is extracted.
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from anonymizers.errors import InputError
-from deid.methods import FREE, STRONGER, check_params
+from deid.methods import FILE_ONLY, FREE, STRONGER, check_params
 from deid.releases import Release
 from deid.scope import checked
 
@@ -44,6 +45,8 @@ class Resolved:
 
 
 def rule(release: Release, name: str) -> str:
+    if name in FILE_ONLY:
+        return "fixed"
     if name in release.overrides:
         return release.overrides[name]
     return "any" if name in FREE else "stronger" if name in STRONGER else "fixed"

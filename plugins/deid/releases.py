@@ -1,8 +1,11 @@
 """Release configurations: ``releases/<name>.yaml``, one scheduled DAG each.
 
-A file names the source scope, the screening policy, the method and its
-parameters, validation thresholds, what a trigger may change, the schedule
-and the destination table.  It is the approved policy of the release: a run
+A file names the source scope, the code system of its claims (``code_system``:
+``icd9cm``, the default, or ``icd10cm``) and what the extract does with codes
+of the other system (``mixed``: ``refuse``, the default, or ``map-to-icd10``
+through CMS's GEM named by ``gem``) and with unknown codes (``drop_unknown``),
+the screening policy, the method and its parameters, validation thresholds,
+what a trigger may change, the schedule and the destination table.  It is the approved policy of the release: a run
 uses its method and at least its protection (``deid.overrides``).
 
 ``load_release`` checks one file and raises ``ReleaseConfigError`` naming
@@ -27,7 +30,7 @@ from pathlib import Path
 import yaml
 
 from anonymizers.errors import InputError
-from deid.methods import METHODS, METRICS, STRONGER, check_params, param_schemas
+from deid.methods import FILE_ONLY, METHODS, METRICS, STRONGER, check_params, param_schemas
 from deid.paths import ROOT
 from deid.scope import checked as checked_scope
 
@@ -36,8 +39,13 @@ PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@
 # the bundled screening policies (anonymizers.claims.screening.NAMED_POLICIES: ICD-9-CM and
 # ICD-10-CM lists), named here without importing it so that parsing a DAG stays light
 SCREENING_POLICIES = [None, "none", "hhp-2012-v1", "hhp-2012-icd10-v1"]
-FIELDS = {"name", "version", "description", "schedule", "scope", "screening_policy",
-          "method", "params", "thresholds", "overrides", "destination"}
+#: the code system each bundled screening policy's lists are written in
+POLICY_CODE_SYSTEM = {"hhp-2012-v1": "icd9cm", "hhp-2012-icd10-v1": "icd10cm"}
+CODE_SYSTEMS = ("icd9cm", "icd10cm")  # anonymizers.codesystems.CODE_SYSTEMS, kept light
+MIXED = ("refuse", "map-to-icd10")
+FIELDS = {"name", "version", "description", "schedule", "scope", "code_system", "mixed",
+          "drop_unknown", "gem", "screening_policy", "method", "params", "thresholds",
+          "overrides", "destination"}
 #: what a release file may say a trigger may do with a parameter (deid.overrides)
 OVERRIDE_RULES = ("stronger", "any", "fixed")
 DAG_PREFIX = "deid_"
@@ -49,6 +57,24 @@ class ReleaseConfigError(ValueError):
     def __init__(self, path: Path, field: str, problem: str):
         super().__init__(f"{path.name}: field {field!r}: {problem}")
         self.path, self.field, self.problem = path, field, problem
+
+
+@dataclass(frozen=True)
+class CodePolicy:
+    """What the extract does with the claims' diagnosis codes (``deid.extract``):
+    check them against ``code_system``; a code flagged (CMS's ``*_VRSN_CD``) in
+    the other system is refused or, with ``mixed = "map-to-icd10"``, mapped
+    through the GEM at ``gem``; an unknown code stops the run unless
+    ``drop_unknown``, which counts and drops it."""
+
+    code_system: str = "icd9cm"
+    mixed: str = "refuse"
+    drop_unknown: bool = False
+    gem: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"code_system": self.code_system, "mixed": self.mixed,
+                "drop_unknown": self.drop_unknown, "gem": self.gem}
 
 
 @dataclass(frozen=True)
@@ -65,6 +91,7 @@ class Release:
     destination: str = ""
     path: Path | None = None
     overrides: dict = field(default_factory=dict)  # parameter -> OVERRIDE_RULES, as written
+    codes: CodePolicy = field(default_factory=CodePolicy)
 
     @property
     def dag_id(self) -> str:
@@ -81,6 +108,12 @@ def load_release(path: Path) -> Release:
     _check_fields(path, raw)
     method = raw["method"]
     file_params = _mapping(path, raw, "params")
+    misplaced = sorted(FILE_ONLY & set(file_params))
+    if misplaced:
+        raise ReleaseConfigError(path, f"params.{misplaced[0]}", "a top-level field of the "
+                                 f"release file ({misplaced[0]}: ...), not a method parameter")
+    codes = _code_policy(path, raw)
+    file_params = {**file_params, "code_system": codes.code_system}
     try:
         check_params(method, file_params)
     except ValueError as exc:
@@ -97,7 +130,41 @@ def load_release(path: Path) -> Release:
                    != "none" else None, method=method, params={**defaults, **file_params},
                    thresholds=_thresholds(path, method, _mapping(path, raw, "thresholds")),
                    destination=dest, path=path,
-                   overrides=_overrides(path, method, _mapping(path, raw, "overrides")))
+                   overrides=_overrides(path, method, _mapping(path, raw, "overrides")),
+                   codes=codes)
+
+
+def _code_policy(path: Path, raw: dict) -> CodePolicy:
+    """The code system fields, checked together (and against the screening policy)."""
+    system = raw.get("code_system", "icd9cm")
+    if system not in CODE_SYSTEMS:
+        raise ReleaseConfigError(path, "code_system", f"{system!r}: must be one of "
+                                 f"{list(CODE_SYSTEMS)}")
+    mixed = raw.get("mixed", "refuse")
+    if mixed not in MIXED:
+        raise ReleaseConfigError(path, "mixed", f"{mixed!r}: must be one of {list(MIXED)}")
+    drop = raw.get("drop_unknown", False)
+    if not isinstance(drop, bool):
+        raise ReleaseConfigError(path, "drop_unknown", f"must be true or false, not {drop!r}")
+    gem = raw.get("gem")
+    if mixed == "map-to-icd10":
+        if system != "icd10cm":
+            raise ReleaseConfigError(path, "mixed", "map-to-icd10 maps ICD-9-CM codes into "
+                                     "ICD-10-CM: it needs code_system: icd10cm")
+        if not isinstance(gem, str) or not gem.strip():
+            raise ReleaseConfigError(path, "gem", "mixed: map-to-icd10 needs the path of "
+                                     "CMS's ICD-9 -> ICD-10-CM GEM (CSV)")
+        gem = str(ROOT / gem) if not Path(gem).is_absolute() else gem
+        if not Path(gem).is_file():
+            raise ReleaseConfigError(path, "gem", f"no such file: {gem}")
+    elif gem is not None:
+        raise ReleaseConfigError(path, "gem", "read only with mixed: map-to-icd10")
+    policy = raw.get("screening_policy")
+    if POLICY_CODE_SYSTEM.get(policy, system) != system:
+        raise ReleaseConfigError(path, "screening_policy", f"{policy} lists "
+                                 f"{POLICY_CODE_SYSTEM[policy]} codes; the claims are "
+                                 f"{system} (code_system): name the policy of their system")
+    return CodePolicy(system, mixed, drop, gem)
 
 
 def _check_fields(path: Path, raw: dict) -> None:
@@ -161,6 +228,9 @@ def _overrides(path: Path, method: str, overrides: dict) -> dict:
     names = set(param_schemas(method)) | {"scope"}
     for name, rule in overrides.items():
         where = f"overrides.{name}"
+        if name in FILE_ONLY:
+            raise ReleaseConfigError(path, where, "set by the release file alone: no trigger "
+                                     "may change it")
         if name not in names:
             raise ReleaseConfigError(path, where, f"not a parameter of {method} nor scope; "
                                      f"known: {sorted(names)}")

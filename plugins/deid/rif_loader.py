@@ -1,6 +1,6 @@
 """Read CMS's CCW RIF claims layout (the layout of today's Medicare data and of
 CMS's Synthea-generated RIF sample, ../shared/datasets/rif_synthea/) into
-the frames of sql/rif_source_schema.sql.
+the frames of the RIF tables of sql/source_schema.sql.
 
 The layout (CCW data dictionary; SOURCES.md describes the sample):
 
@@ -23,6 +23,11 @@ the field, never the value.  With ``drop_unknown=True`` unknown codes are
 counted and dropped instead.  File kinds come from the CCW file names
 (``carrier``, ``inpatient``, ``beneficiary_2015``...); PDE (drug events,
 no diagnoses) and beneficiary history files are not read.
+
+``python -m deid.rif_loader DIR [--drop-unknown] [--replace]`` loads a
+folder into the warehouse's ``source.rif_*`` tables (sql/source_schema.sql),
+all or nothing; the extract queries (sql/extract_claims*.sql) read them
+beside the DE-SynPUF tables, so every release runs on either layout.
 """
 
 from __future__ import annotations
@@ -206,7 +211,7 @@ def _dx_part(df, code_col, flag_col, line) -> pd.DataFrame:
 
 
 def read_files(paths, drop_unknown: bool = False) -> dict[str, pd.DataFrame]:
-    """Every file read and checked: frames per table of rif_source_schema.sql
+    """Every file read and checked: frames per table of sql/source_schema.sql (source.rif_*)
     (``rif_beneficiary``, ``rif_claims``, ``rif_diagnoses``) and
     ``dropped_codes``, the number of unknown codes dropped per file name."""
     benes, claims, dx, dropped = [], [], [], {}
@@ -232,16 +237,84 @@ def _concat(frames, cols) -> pd.DataFrame:
         columns=cols)
 
 
-def load_files(paths, drop_unknown: bool = False) -> dict[str, int]:
+TABLES = ("rif_beneficiary", "rif_claims", "rif_diagnoses")
+
+
+def load_files(paths, drop_unknown: bool = False, replace: bool = False) -> dict[str, int]:
     """Read and check every file first, then load them in one transaction into
-    the tables of sql/rif_source_schema.sql (which must exist); rows per table."""
+    the RIF tables of sql/source_schema.sql (which must exist); rows per table
+    and ``unknown_codes_dropped`` (``drop_unknown``).  With ``replace`` the RIF
+    tables are emptied first, in the same transaction."""
     from deid.pgcopy import copy_frame
     from deid.warehouse import connect
 
     frames = read_files(paths, drop_unknown)
     counts = {}
     with connect() as conn, conn.cursor() as cur:
-        for table in ("rif_beneficiary", "rif_claims", "rif_diagnoses"):
+        if replace:
+            cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))
+        for table in TABLES:
             copy_frame(cur, f"source.{table}", frames[table])
             counts[table] = len(frames[table])
-    return counts
+    return {**counts, "unknown_codes_dropped": sum(frames["dropped_codes"].values())}
+
+
+def rif_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(files the loader reads, files it leaves) of a CCW RIF folder: claim
+    files and ``beneficiary_YYYY`` files are read; PDE, beneficiary history
+    and anything else are left."""
+    read, left = [], []
+    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        try:
+            kind_of(path)
+        except InputError:
+            left.append(path)
+        else:
+            read.append(path)
+    return read, left
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m deid.rif_loader DIR``: load a CCW RIF folder into the
+    warehouse's source schema (source.rif_*), all or none; the extract reads
+    it beside DE-SynPUF.  A malformed file: one line naming the file, row and
+    field on stderr, exit status 2, nothing loaded."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m deid.rif_loader",
+        description="Load a folder of CCW RIF files (carrier, dme, hha, hospice, inpatient, "
+                    "outpatient, snf, beneficiary_YYYY; .csv or .csv.gz, pipe-delimited) into "
+                    "the warehouse's source schema, in one transaction.")
+    parser.add_argument("folder", type=Path, metavar="DIR")
+    parser.add_argument("--drop-unknown", action="store_true",
+                        help="count and drop codes that are not codes of the system their "
+                             "version flag names, instead of refusing the file")
+    parser.add_argument("--replace", action="store_true",
+                        help="empty the RIF source tables first")
+    args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        parser.error(f"{args.folder}: no such folder")
+    files, left = rif_files(args.folder)
+    if not any(kind_of(p)[0] != "beneficiary" for p in files):
+        parser.error(f"{args.folder}: no CCW RIF claim file (carrier.csv.gz, ...)")
+    from deid import warehouse
+
+    try:
+        if warehouse.is_embedded():
+            warehouse.ensure_schemas()
+        counts = load_files(files, args.drop_unknown, args.replace)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for name in TABLES:
+        print(f"source.{name}: {counts[name]} rows")
+    print(f"unknown codes dropped: {counts['unknown_codes_dropped']}")
+    if left:
+        print("not read: " + ", ".join(p.name for p in left))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -33,10 +33,11 @@ from deid.warehouse import connect
 PLAN = "screen_ranges.json"
 
 
-def plan(run, batch_members: int, scope: str = "TRUE") -> list[dict]:
+def plan(run, batch_members: int, scope: str = "TRUE", codes=None) -> list[dict]:
     """Member ranges of at most ``batch_members`` members, as few as that allows
     and of equal size (within one member), and each range's claims in
-    staging; returns ``{"index": i}`` per range.  Equal ranges keep the last
+    staging, their codes checked as ``codes`` (a ``deid.releases.CodePolicy``;
+    ICD-9-CM's by default) says; returns ``{"index": i}`` per range.  Equal ranges keep the last
     one from being a short task that leaves a worker idle."""
     ids = pio.distinct(run.path("claims.parquet"), "patient_id").tolist()
     size = staging.batch_size(batch_members, len(ids))
@@ -44,11 +45,11 @@ def plan(run, batch_members: int, scope: str = "TRUE") -> list[dict]:
     cuts = [j * len(ids) // n for j in range(n + 1)]
     ranges = [(ids[lo], ids[hi - 1]) for lo, hi in zip(cuts, cuts[1:])]
     run.write_json(PLAN, ranges)
-    _split_claims(run, scope, [hi for _, hi in ranges])
+    _split_claims(run, scope, [hi for _, hi in ranges], codes)
     return [{"index": i} for i in range(len(ranges))]
 
 
-def _split_claims(run, scope: str, highs: list[str]) -> None:
+def _split_claims(run, scope: str, highs: list[str], codes=None) -> None:
     """COPY the per-claim table once; member ``m`` goes to the first range whose
     last id is >= m (members after the last range are not in the extract)."""
     query = extract_mod.claims_query(scope)
@@ -61,12 +62,12 @@ def _split_claims(run, scope: str, highs: list[str]) -> None:
                 cur, f"COPY ({query}) TO STDOUT WITH (FORMAT csv)") as csv:
             if not csv.peek(1):
                 return
-            for block in extract_mod.read_blocks(csv, schema, "the screening extract", False):
-                member = np.asarray(block.column("member_id").to_numpy(zero_copy_only=False),
-                                    dtype=str)
+            for block in extract_mod.claims_blocks(csv, "the screening extract",
+                                                   codes or extract_mod.default_codes()):
+                member = np.asarray(block.column("member_id").to_numpy(), dtype=str)
                 where = np.searchsorted(bounds, member, side="left")
                 for i in np.unique(where[where < len(highs)]).tolist():
-                    writers[i].write_batch(block.filter(pa.array(where == i)))
+                    writers[i].write_table(block.filter(pa.array(where == i)))
     finally:
         for w in writers:
             w.close()

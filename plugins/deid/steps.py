@@ -100,18 +100,31 @@ def _resolve_run(run: Run, release, requested: dict, triggered_by: str | None) -
                                     "run_record": {**record, "overrides": exc.requested}})
         raise ValidationFailed(str(exc)) from exc
     run.write_json(RUN_PARAMS, {"params": resolved.params, "scope": resolved.scope,
+                                "codes": release.codes.as_dict(),
                                 "run_record": {**record, "scope": resolved.scope,
                                                "overrides": resolved.overrides}})
 
 
 def run_params(run: Run) -> dict:
-    """``{"params", "scope", "run_record"}`` as ``prepare`` decided them."""
+    """``{"params", "scope", "codes", "run_record"}`` as ``prepare`` decided them."""
     return run.read_json(RUN_PARAMS)
 
 
+def code_policy(run: Run):
+    """The release file's ``CodePolicy`` for this run (ICD-9-CM's defaults for
+    a run prepared without a release, as tests and scripts do)."""
+    from deid.releases import CodePolicy
+
+    path = run.path(RUN_PARAMS)
+    staged = json.loads(path.read_text()).get("codes") if path.exists() else None
+    return CodePolicy(**staged) if staged else CodePolicy()
+
+
 def extract(run: Run, scope: str = "TRUE") -> dict:
+    """The claims of the scope, their codes checked against the release
+    file's code system (``deid.extract``)."""
     t0 = time.perf_counter()
-    stats = extract_mod.extract_to_parquet(run.path("claims.parquet"), scope)
+    stats = extract_mod.extract_to_parquet(run.path("claims.parquet"), scope, code_policy(run))
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     if stats["rows"] == 0:
         raise ValidationFailed("the release's scope selects no claims: nothing to release")
@@ -133,7 +146,7 @@ def screen_plan(run: Run, policy_version: str, batch_members: int,
     """HHP screening (seed 004 section 2) before any method, per member range:
     the ranges and their claims (see ``deid.screening``), one ``{"index": i}`` each."""
     _screening_policy(policy_version)
-    return screening.plan(run, batch_members, scope)
+    return screening.plan(run, batch_members, scope, code_policy(run))
 
 
 def screen_batch(run: Run, policy_version: str, batch: dict) -> dict:

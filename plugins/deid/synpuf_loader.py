@@ -4,9 +4,16 @@ Files may be gzip or plain, with a quoted (CMS originals) or unquoted header;
 the kind of file and the year of a beneficiary summary come from the CMS file
 name (``DE1_0_2008_Beneficiary_Summary_File_Sample_1.csv``...).  Every value
 the pipeline uses is checked before anything is written: a missing column, an
-unparseable date, a diagnosis code that is not ICD-9-CM or an empty patient
-id raises ``InputError`` naming the file, the data row and the field, and the
-transaction that holds every file's rows is rolled back.
+unparseable date, a diagnosis code that is not of the files' code system or
+an empty patient id raises ``InputError`` naming the file, the data row and
+the field, and the transaction that holds every file's rows is rolled back.
+
+The code system is ICD-9-CM by default, checked by the form of its codes
+(``ICD9_DX``: DE-SynPUF writes codes CMS's final list lacks); with
+``code_system="icd10cm"`` (``--code-system icd10cm``) the DE-SynPUF columns
+hold ICD-10-CM codes, as the generator writes them, checked against the
+ICD-10-CM tabular list (``anonymizers.codesystems``).  The release file's
+``code_system`` must then say icd10cm too (``deid.extract``).
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ def kind_of(path: Path) -> tuple[str, int | None]:
     raise InputError(str(path), f"not a DE-SynPUF file name (expected one of {list(KINDS)})")
 
 
-def load_files(paths: list[str | Path]) -> dict[str, int]:
+def load_files(paths: list[str | Path], code_system: str = "icd9cm") -> dict[str, int]:
     """Load every file in one transaction; returns rows loaded per file name."""
     counts = {}
     with connect() as conn:
@@ -64,7 +71,7 @@ def load_files(paths: list[str | Path]) -> dict[str, int]:
             columns = table_columns(conn, table)
             n = 0
             for offset, chunk in _chunks(p):
-                frame = prepare_frame(chunk, columns, str(p), offset, year)
+                frame = prepare_frame(chunk, columns, str(p), offset, year, code_system)
                 with conn.cursor() as cur:
                     copy_frame(cur, f"source.{table}", frame)
                 n += len(frame)
@@ -85,7 +92,8 @@ def _chunks(path: Path):
 
 
 def prepare_frame(df: pd.DataFrame, columns: list[tuple[str, str]], source: str,
-                  offset: int = 0, year: int | None = None) -> pd.DataFrame:
+                  offset: int = 0, year: int | None = None,
+                  code_system: str = "icd9cm") -> pd.DataFrame:
     """Check and convert a CMS-layout frame to the table's columns.
 
     ``offset`` is the number of data rows before this chunk (for row numbers).
@@ -101,12 +109,13 @@ def prepare_frame(df: pd.DataFrame, columns: list[tuple[str, str]], source: str,
             raise InputError(source, f"missing column; found {len(df.columns)} columns",
                              field=col)
         values = df[col].fillna("").str.strip()
-        out[name] = _convert(values, dtype, col, source, offset)
+        out[name] = _convert(values, dtype, col, source, offset, code_system)
     _check_ids(df, source, offset)
     return pd.DataFrame(out)
 
 
-def _convert(values: pd.Series, dtype: str, col: str, source: str, offset: int):
+def _convert(values: pd.Series, dtype: str, col: str, source: str, offset: int,
+             code_system: str = "icd9cm"):
     empty = values.eq("").to_numpy()
     if dtype == "date":
         parsed = pd.to_datetime(values, format="%Y%m%d", errors="coerce")
@@ -118,7 +127,16 @@ def _convert(values: pd.Series, dtype: str, col: str, source: str, offset: int):
         _raise_first(source, offset, col, (~empty) & num.isna().to_numpy(), values,
                      "not a number")
         return values.where(~empty, None)
-    if "ICD9_DGNS" in col:
+    if "ICD9_DGNS" in col and code_system == "icd10cm":
+        from anonymizers.codesystems import is_valid
+
+        ok = is_valid(values.to_numpy(dtype=object), code_system) | values.isin(
+            CMS_PLACEHOLDERS).to_numpy()
+        bad = (~empty) & ~ok
+        if bad.any():  # the value is not named: a diagnosis is patient data
+            raise InputError(source, "not an ICD-10-CM diagnosis code",
+                             row=offset + int(bad.argmax()) + 1, field=col)
+    elif "ICD9_DGNS" in col:
         ok = values.str.match(ICD9_DX) | values.isin(CMS_PLACEHOLDERS)
         _raise_first(source, offset, col, (~empty) & ~ok.to_numpy(), values,
                      "not an ICD-9-CM diagnosis code")
@@ -150,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                     "into the warehouse's source schema, in one transaction.")
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
                         help="a CMS file, e.g. DE1_0_2008_Beneficiary_Summary_File_Sample_1.csv.gz")
+    parser.add_argument("--code-system", choices=["icd9cm", "icd10cm"], default="icd9cm",
+                        help="code system of the diagnosis columns (default icd9cm)")
     args = parser.parse_args(argv)
     for path in args.files:
         if not path.is_file():
@@ -161,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             kind_of(path)
         if warehouse.is_embedded():
             warehouse.ensure_schemas()
-        counts = load_files(args.files)
+        counts = load_files(args.files, args.code_system)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

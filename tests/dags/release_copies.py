@@ -17,7 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 TEST_POLICY = {"medco_codes": {"k": 3, "min_anonymity_set": 5, "seed": 11, "n_clusters": None},
                "gccens_repeated_codes": {"k": 3}, "ugaclip_diagnoses": {"k": 3},
                "disassociation_diagnoses": {"k": 3, "seed": 5, "refine_window": 4},
-               "lda_trajectories": {"k": 3}, "hhp_claims": {"hhp_iterations": 50, "seed": 7}}
+               "lda_trajectories": {"k": 3}, "hhp_claims": {"hhp_iterations": 50, "seed": 7},
+               # the ICD-10-CM files (issue 27), as their ICD-9-CM counterparts
+               "medco_codes_icd10": {"k": 3, "min_anonymity_set": 5, "seed": 11,
+                                     "n_clusters": None},
+               "hhp_claims_icd10": {"hhp_iterations": 50, "seed": 7}}
 
 
 def write_copies(folder: Path, policy: dict | None = None,

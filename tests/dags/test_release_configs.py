@@ -161,7 +161,8 @@ def test_the_maintenance_dag_id_is_not_a_release_name(tmp_path):
 # --- the screening policy by name (issue 27: ICD-10-CM lists) ----------------
 
 def test_a_release_naming_the_icd10_screening_policy_parses(tmp_path):
-    release = load_release(_write(tmp_path, GOOD + "screening_policy: hhp-2012-icd10-v1\n"))
+    release = load_release(_write(tmp_path, GOOD + "code_system: icd10cm\n"
+                                  "screening_policy: hhp-2012-icd10-v1\n"))
     assert release.screening_policy == "hhp-2012-icd10-v1"
     assert load_release(_write(tmp_path, GOOD + "screening_policy: none\n")).screening_policy \
         is None
@@ -227,3 +228,83 @@ def test_the_dag_screening_step_takes_the_policy_the_release_file_names():
         assert steps._screening_policy(name).version == name
     with pytest.raises(steps.ValidationFailed, match="unknown screening policy"):
         steps._screening_policy("hhp-2099-v1")
+
+
+# --- the code system of the claims (issue 27) ---------------------------------
+
+def test_a_release_without_code_system_is_icd9_refusing_mixed_and_unknown_codes(tmp_path):
+    release = load_release(_write(tmp_path, GOOD))
+    assert release.codes == releases_mod.CodePolicy("icd9cm", "refuse", False, None)
+    assert release.params["code_system"] == "icd9cm"
+
+
+def test_the_code_system_fields_reach_the_params_and_the_code_policy(tmp_path):
+    gem = tmp_path / "gem.csv"
+    gem.write_text("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n")
+    release = load_release(_write(tmp_path, GOOD + f"code_system: icd10cm\nmixed: map-to-icd10"
+                                  f"\ngem: {gem}\ndrop_unknown: true\n"))
+    assert release.codes == releases_mod.CodePolicy("icd10cm", "map-to-icd10", True, str(gem))
+    assert release.params["code_system"] == "icd10cm"
+
+
+@pytest.mark.parametrize("extra, field, words", [
+    ("code_system: icd11\n", "code_system", "must be one of"),
+    ("mixed: map\n", "mixed", "must be one of"),
+    ("drop_unknown: yes please\n", "drop_unknown", "true or false"),
+    ("code_system: icd10cm\nmixed: map-to-icd10\n", "gem", "needs the path"),
+    ("mixed: map-to-icd10\ngem: x.csv\n", "mixed", "needs code_system: icd10cm"),
+    ("code_system: icd10cm\nmixed: map-to-icd10\ngem: no/such/gem.csv\n", "gem", "no such"),
+    ("gem: x.csv\n", "gem", "only with mixed: map-to-icd10"),
+    ("code_system: icd10cm\nscreening_policy: hhp-2012-v1\n", "screening_policy", "icd9cm"),
+    ("screening_policy: hhp-2012-icd10-v1\n", "screening_policy", "icd10cm"),
+    ("overrides: {code_system: any}\n", "overrides.code_system", "release file alone"),
+])
+def test_a_bad_code_system_field_is_refused_naming_it(tmp_path, extra, field, words):
+    with pytest.raises(ReleaseConfigError) as err:
+        load_release(_write(tmp_path, GOOD + extra))
+    assert err.value.field == field and words in err.value.problem
+
+
+def test_the_code_system_is_a_top_level_field_not_a_method_parameter(tmp_path):
+    with pytest.raises(ReleaseConfigError) as err:
+        load_release(_write(tmp_path, GOOD.replace("seed: 1,", "seed: 1, code_system: "
+                                                   "icd10cm,")))
+    assert err.value.field == "params.code_system" and "top-level" in err.value.problem
+
+
+def test_a_trigger_may_not_change_the_code_system(tmp_path):
+    from deid.overrides import OverrideRefused, resolve, rule
+
+    release = load_release(_write(tmp_path, GOOD + "code_system: icd10cm\n"))
+    assert rule(release, "code_system") == "fixed"
+    assert resolve(release, {"code_system": "icd10cm"}).params["code_system"] == "icd10cm"
+    with pytest.raises(OverrideRefused, match="code_system: the release file fixes it"):
+        resolve(release, {"code_system": "icd9cm"})
+
+
+def test_the_icd10_release_files_name_their_system_and_the_icd10_policy():
+    hhp = load_release(ROOT / "releases" / "hhp_claims_icd10.yaml")
+    medco = load_release(ROOT / "releases" / "medco_codes_icd10.yaml")
+    assert hhp.codes.code_system == medco.codes.code_system == "icd10cm"
+    assert medco.screening_policy == "hhp-2012-icd10-v1"
+    for name in ("hhp_claims", "medco_codes"):  # the ICD-9 files say nothing of it
+        assert "code_system" not in (ROOT / "releases" / f"{name}.yaml").read_text()
+
+
+def test_the_run_keeps_the_release_files_code_policy_for_its_extract(tmp_path):
+    """``prepare`` stages the file's code policy; the extract and screening
+    steps read it back (``steps.code_policy``), ICD-9-CM's defaults without."""
+    from deid import steps
+
+    gem = tmp_path / "gem.csv"
+    gem.write_text("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n")
+    release = load_release(_write(tmp_path, GOOD + f"code_system: icd10cm\nmixed: map-to-icd10"
+                                  f"\ngem: {gem}\n"))
+    run = steps.Run("example", "manual__code_policy_test")
+    try:
+        assert steps.code_policy(run) == releases_mod.CodePolicy()
+        steps._resolve_run(run, release, {}, "tester")
+        assert steps.code_policy(run) == release.codes
+        assert steps.run_params(run)["params"]["code_system"] == "icd10cm"
+    finally:
+        steps.cleanup(run)

@@ -80,13 +80,19 @@ def test_extract_transactions_are_read_only(synthetic):
 
 
 def test_bad_code_in_the_warehouse_names_table_and_field(synthetic, empty_source, tmp_path):
+    first = "clm_id = (SELECT min(clm_id) FROM source.carrier_claims)"
     with empty_source.connect() as conn, conn.cursor() as cur:
-        cur.execute("UPDATE source.carrier_claims SET icd9_dgns_cd_2 = 'NOT-A-CODE' "
-                    "WHERE clm_id = (SELECT min(clm_id) FROM source.carrier_claims)")
+        cur.execute(f"SELECT icd9_dgns_cd_2 FROM source.carrier_claims WHERE {first}")
+        before = cur.fetchone()[0]
+        cur.execute(f"UPDATE source.carrier_claims SET icd9_dgns_cd_2 = 'NOT-A-CODE' "
+                    f"WHERE {first}")
     with pytest.raises(InputError) as err:
         extract_to_parquet(tmp_path / "claims.parquet")
     assert err.value.source == "source.carrier_claims" and err.value.field == "code"
-    assert err.value.row is not None
+    assert err.value.row is not None and "NOT-A-CODE" not in str(err.value)
+    with empty_source.connect() as conn, conn.cursor() as cur:  # a test after may extract it
+        cur.execute(f"UPDATE source.carrier_claims SET icd9_dgns_cd_2 = %s WHERE {first}",
+                    (before,))
 
 
 def test_staging_is_owner_only_and_removed(tmp_path):

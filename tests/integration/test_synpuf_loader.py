@@ -66,6 +66,24 @@ def test_malformed_row_names_file_row_field_and_loads_nothing(tmp_path, empty_so
     assert source_counts() == dict.fromkeys(source_counts(), 0)
 
 
+def test_icd10_codes_in_the_synpuf_layout_load_with_their_code_system(tmp_path, empty_source):
+    """DE-SynPUF-layout files holding ICD-10-CM codes (as the generator
+    writes them): refused as ICD-9-CM, loaded as ICD-10-CM, whose unknown
+    codes are refused without their value."""
+    bene = _bene(tmp_path)
+    rows = [CARRIER_HEADER, _carrier_row(code="E119"), _carrier_row(clm="2", code="S52521A")]
+    car = _write(tmp_path, "DE1_0_2008_to_2010_Carrier_Claims_Sample_1A.csv", rows)
+    with pytest.raises(InputError, match="not an ICD-9-CM"):
+        load_files([bene, car])
+    assert load_files([bene, car], code_system="icd10cm") == {bene.name: 1, car.name: 2}
+    bad = _write(tmp_path, "DE1_0_2008_to_2010_Carrier_Claims_Sample_1B.csv",
+                 [CARRIER_HEADER, _carrier_row(clm="3", code="Q999ZZ")])
+    with pytest.raises(InputError) as err:
+        load_files([bad], code_system="icd10cm")
+    assert (err.value.row, err.value.field) == (1, "ICD9_DGNS_CD_1")
+    assert "Q999ZZ" not in str(err.value) and "not an ICD-10-CM" in str(err.value)
+
+
 def test_missing_column_is_named(tmp_path, empty_source):
     header = CARRIER_HEADER.replace("CLM_THRU_DT,", "")
     row = _carrier_row().split(",")

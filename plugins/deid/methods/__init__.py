@@ -43,7 +43,16 @@ COMMON_PARAMS = {
     "seed": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1, "default": 20081,
              "title": "Seed", "description": "Seeds every random choice; recorded with the "
              "release."},
+    # set by the release file's top-level ``code_system`` field, never by a trigger
+    # (deid.releases, deid.overrides); a method step reads params["code_system"]
+    "code_system": {"enum": ["icd9cm", "icd10cm"], "default": "icd9cm",
+                    "title": "Code system", "description": "The diagnosis code system of "
+                    "the source claims (ICD-9-CM or ICD-10-CM); the extract checks every "
+                    "code against it."},
 }
+#: common parameters only the release file sets: a file writes them as top-level
+#: fields, and no ``overrides:`` rule lets a trigger change them
+FILE_ONLY = frozenset({"code_system"})
 
 
 # Which way each protective setting is stronger: a trigger may move it only

@@ -1,5 +1,8 @@
 """The Heritage Health Prize method (seed 004): screening, truncation, global
 recoding to the least-loss lattice node whose measured risk meets MaxSup.
+On ICD-10-CM claims (``params["code_system"]``) the screening lists,
+primary-condition groups and hierarchies are ``hhp-2012-icd10-v1``'s, and the
+verifier checks against that policy.
 
 It works on whole claims (one row per claim, sql/extract_claims_hhp.sql),
 extracted by its own step; the diagnosis-per-patient extract still feeds
@@ -65,11 +68,21 @@ def _claims(run, params) -> pd.DataFrame:
         date_as_object=False)
 
 
+#: the screening lists, groups and hierarchies of each code system (docs/hhp-icd10.md);
+#: ICD-9-CM's is the library's default (None)
+POLICY = {"icd9cm": None, "icd10cm": "hhp-2012-icd10-v1"}
+
+
+def _policy(params) -> str | None:
+    return POLICY[params.get("code_system", "icd9cm")]
+
+
 def _config(params):
     from anonymizers.claims import HHPConfig
 
     return HHPConfig(seed=params["seed"], max_sup=params["max_sup"], p_max=params["p_max"],
-                     max_iterations=params["hhp_iterations"], pseudonym_key=pseudonym_key())
+                     max_iterations=params["hhp_iterations"], pseudonym_key=pseudonym_key(),
+                     policy_path=_policy(params))
 
 
 def prepare(run, params) -> list[dict]:
@@ -79,8 +92,9 @@ def prepare(run, params) -> list[dict]:
     from anonymizers.claims.release import part_count, stage
     from anonymizers.claims.store import save_staged
     from deid.extract import extract_claims_table
+    from deid.steps import code_policy
 
-    extract_claims_table(run.path("hhp_claims.parquet"), params["scope"])
+    extract_claims_table(run.path("hhp_claims.parquet"), params["scope"], code_policy(run))
     config = _config(params)
     staged = stage(lambda: _claims(run, params), config)  # the raw frame goes once normalized
     save_staged(staged, run.path("hhp_staged.npz"))
@@ -155,7 +169,8 @@ def verify(run, params) -> list[dict]:
     return [verify_release_batches(pd.read_parquet(run.path("hhp_members.parquet")),
                                    ReleasedClaims(run.path("hhp_release_claims.parquet")),
                                    run.read_json("hhp_metrics.json"),
-                                   pd.read_parquet(run.path("key.parquet")), batches).as_dict()]
+                                   pd.read_parquet(run.path("key.parquet")), batches,
+                                   policy_path=_policy(params)).as_dict()]
 
 
 class ReleasedClaims:

@@ -1,0 +1,169 @@
+"""Release DAGs on ICD-10-CM claims (issue 27): the generator's ICD-10-CM
+claims through releases/hhp_claims_icd10.yaml and medco_codes_icd10.yaml
+end to end, with the verifiers passing, and an ICD-9-CM release refusing
+them at the extract."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from deid.demo_data import TABLES, load_synthetic
+
+from anonymizers.codesystems import is_valid
+from tests.dags.release_copies import TEST_POLICY, forget_history, write_copies
+
+pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
+RIF_TABLES = ("rif_beneficiary", "rif_claims", "rif_diagnoses")
+
+
+# a tiny GEM in anonymizers.io.GEM_COLUMNS' layout
+GEM = ("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n"
+       "4011,I10,0,0,0,0,1\n25000,E119,0,0,0,0,1\n")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def release_files(tmp_path_factory):
+    folder = write_copies(tmp_path_factory.mktemp("releases"))
+    # medco_codes_icd10 mapping ICD-9-CM-flagged codes through the GEM
+    gem = folder.parent / "gem.csv"
+    gem.write_text(GEM)
+    text = (folder / "medco_codes_icd10.yaml").read_text()
+    (folder / "medco_mixed.yaml").write_text(
+        text.replace("name: medco_codes_icd10", "name: medco_mixed")
+        .replace("table: medco_codes_icd10", "table: medco_mixed")
+        .replace("mixed: refuse", f"mixed: map-to-icd10\ngem: {gem}"))
+    before = os.environ.get("DEID_RELEASES_DIR")
+    os.environ["DEID_RELEASES_DIR"] = str(folder)
+    os.environ.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", "test-key-not-secret")
+    yield folder
+    if before is None:
+        del os.environ["DEID_RELEASES_DIR"]
+    else:
+        os.environ["DEID_RELEASES_DIR"] = before
+
+
+def _truncate(warehouse) -> None:
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in (*TABLES, *RIF_TABLES)))
+
+
+@pytest.fixture(scope="module")
+def icd10_ids(warehouse):
+    """300 generated members with ICD-10-CM diagnoses; the source is emptied
+    afterwards (a later test extracting what it finds expects ICD-9-CM)."""
+    _truncate(warehouse)
+    forget_history(warehouse)  # new members: no release of them published yet
+    load_synthetic(n_members=300, seed=5, code_system="icd10cm")
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT DISTINCT desynpuf_id FROM source.beneficiary_summary")
+        yield {r[0] for r in cur.fetchall()}
+    _truncate(warehouse)
+
+
+def _dag(dag_id: str):
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag(dag_id)
+
+
+def _query(warehouse, sql, *args):
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall()
+
+
+def _audit(warehouse, release: str, run_id: str) -> dict:
+    (row,), = _query(warehouse, "SELECT to_jsonb(r) FROM audit.release_runs r "
+                     "WHERE release_name = %s AND run_id = %s", release, run_id)
+    return row
+
+
+def test_hhp_release_on_icd10_claims_uses_the_icd10_policy_and_passes_its_verifier(
+        icd10_ids, warehouse):
+    run = _dag("deid_hhp_claims_icd10").test(run_conf=TEST_POLICY["hhp_claims_icd10"])
+    assert str(run.state).endswith("success"), run.state
+    audit = _audit(warehouse, "hhp_claims_icd10", run.run_id)
+    assert audit["outcome"] == "loaded" and audit["params"]["code_system"] == "icd10cm"
+    verdicts = audit["verdicts"]["verdicts"]
+    assert verdicts and all(v["ok"] for v in verdicts)
+    assert any("hhp" in v["property"].lower() or "risk" in v["property"].lower()
+               for v in verdicts), [v["property"] for v in verdicts]
+    assert audit["policy_versions"]["hhp_policy"] == "hhp-2012-icd10-v1"
+    extract = audit["metrics"]["extract"]
+    assert extract["code_system"] == "icd10cm" and extract["unknown_codes_dropped"] == 0
+    assert audit["metrics"]["hhp"]["risk"] <= 0.05
+    members = {m for (m,) in _query(warehouse, "SELECT DISTINCT member_pseudonym FROM "
+                                    "release.hhp_claims_icd10_members")}
+    assert members and not members & icd10_ids
+
+
+def test_medco_release_on_icd10_claims_end_to_end(icd10_ids, warehouse):
+    run = _dag("deid_medco_codes_icd10").test(run_conf=TEST_POLICY["medco_codes_icd10"])
+    assert str(run.state).endswith("success"), run.state
+    rows = _query(warehouse, "SELECT patient_pseudonym, code_token FROM "
+                  "release.medco_codes_icd10")
+    assert rows and not {p for p, _ in rows} & icd10_ids
+    audit = _audit(warehouse, "medco_codes_icd10", run.run_id)
+    assert audit["outcome"] == "loaded" and audit["params"]["code_system"] == "icd10cm"
+    assert all(v["ok"] for v in audit["verdicts"]["verdicts"])
+    assert audit["policy_versions"]["screening"] == "hhp-2012-icd10-v1"
+    assert audit["metrics"]["extract"]["code_system"] == "icd10cm"
+    assert audit["metrics"]["screen"]["policy_version"] == "hhp-2012-icd10-v1"
+    (codes,), = _query(warehouse, "SELECT array_agg(DISTINCT icd9_dgns_cd_1) FROM "
+                       "source.carrier_claims")
+    assert is_valid(codes, "icd10cm").all()
+
+
+def test_an_icd9_release_refuses_icd10_claims_at_the_extract(icd10_ids, warehouse):
+    """medco_codes.yaml says no code system: ICD-9-CM, so the run stops at
+    the extract naming the table, row and field, with no code in the error."""
+    run = _dag("deid_medco_codes").test(run_conf=TEST_POLICY["medco_codes"])
+    assert str(run.state).endswith("failed")
+    audit = _audit(warehouse, "medco_codes", run.run_id)
+    error = audit["error"]
+    assert audit["outcome"] == "failed" and error.startswith("extract: source.")
+    assert "field 'code'" in error and "not a code of ICD-9-CM" in error and ", row " in error
+    (codes,), = _query(warehouse, "SELECT array_agg(DISTINCT icd9_dgns_cd_1) FROM "
+                       "source.carrier_claims")
+    assert not any(f"'{c}'" in error or f" {c} " in error for c in codes)
+
+
+def _rif_icd9_claims(warehouse, n: int = 4) -> None:
+    """``n`` RIF beneficiaries, each with a carrier claim whose codes CMS
+    flags ICD-9-CM (4011, 25000) beside an ICD-10-CM one (E119)."""
+    with warehouse.connect() as conn, conn.cursor() as cur:
+        for b in range(n):
+            bene, clm = f"-9{b}", f"-90{b}"
+            cur.execute("INSERT INTO source.rif_beneficiary VALUES (2015, %s, '1950-03-01', "
+                        "1, 1, '22', '090')", (bene,))
+            cur.execute("INSERT INTO source.rif_claims VALUES ('carrier', %s, %s, "
+                        "'2015-05-30', '2015-05-30')", (bene, clm))
+            for field, code, system in (("PRNCPAL_DGNS_CD", "4011", "icd9cm"),
+                                        ("ICD_DGNS_CD1", "E119", "icd10cm"),
+                                        ("ICD_DGNS_CD2", "25000", "icd9cm")):
+                cur.execute("INSERT INTO source.rif_diagnoses VALUES ('carrier', %s, %s, NULL, "
+                            "%s, %s, %s)", (bene, clm, field, code, system))
+
+
+def test_mixed_code_systems_are_refused_or_mapped_as_the_release_file_says(icd10_ids,
+                                                                           warehouse):
+    """The generated ICD-10-CM claims and RIF claims with ICD-9-CM-flagged
+    codes: medco_codes_icd10 (mixed: refuse) stops at the extract; its copy
+    saying map-to-icd10 maps them through the GEM and loads."""
+    _rif_icd9_claims(warehouse)
+    try:
+        refused = _dag("deid_medco_codes_icd10").test(run_conf=TEST_POLICY["medco_codes_icd10"])
+        assert str(refused.state).endswith("failed")
+        error = _audit(warehouse, "medco_codes_icd10", refused.run_id)["error"]
+        assert error.startswith("extract: source.rif_diagnoses (carrier claims), row ")
+        assert "mixed: refuse" in error and "4011" not in error and "-90" not in error
+        mapped = _dag("deid_medco_mixed").test(run_conf=TEST_POLICY["medco_codes_icd10"])
+        assert str(mapped.state).endswith("success"), mapped.state
+        audit = _audit(warehouse, "medco_mixed", mapped.run_id)
+        assert audit["outcome"] == "loaded"
+        assert audit["metrics"]["extract"]["codes_mapped"] == 8  # two codes of four claims
+        assert all(v["ok"] for v in audit["verdicts"]["verdicts"])
+    finally:
+        with warehouse.connect() as conn, conn.cursor() as cur:
+            cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in RIF_TABLES))
