@@ -33,7 +33,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from anonymizers.codesystems import ICD9CM, ICD10CM, NAMES, check_system, is_valid, normalize
+from anonymizers.codesystems import (
+    ICD9CM,
+    ICD10CM,
+    NAMES,
+    check_system,
+    is_valid,
+    normalize,
+)
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.io import read_json
 
@@ -73,7 +80,6 @@ class UtilityPolicy:
         policy = UtilityPolicy.from_lists([[c.replace(".", "") for c in u]
                                            for u in self.constraints], self.names)
         return UtilityPolicy(policy.constraints, policy.names, self.notes)
-
 
     def mapped(self, mapping, target: str = ICD10CM) -> UtilityPolicy:
         """The policy with every code carried through ``mapping`` (a

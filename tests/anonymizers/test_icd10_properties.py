@@ -182,7 +182,11 @@ def test_ugaclip_on_icd10_codes_and_tree(sets, k, level):
 @given(record_sets(max_patients=20), st.integers(2, 4), st.integers(1, 3), st.booleans(),
        st.integers(0, 2 ** 16))
 def test_disassociation_on_icd10_policies(sets, k, m, with_policy, seed):
-    from anonymizers.disassociation import DisassociationConfig, TooFewRecords, disassociate
+    from anonymizers.disassociation import (
+        DisassociationConfig,
+        TooFewRecords,
+        disassociate,
+    )
     from anonymizers.verify.disassociation import verify_disassociation
 
     df = long(sets)
@@ -254,8 +258,13 @@ def test_lda_on_the_icd10_tree(data, k, seed):
 @FEW
 @given(record_sets(), st.integers(1, 5), st.sampled_from([None, 1, 2]), st.integers(0, 2 ** 16))
 def test_medco_dummies_on_icd10_codes(sets, a, n_clusters, seed):
-    from anonymizers.dummies import (ClusterConfig, DummyConfig, NoReleaseError, cluster_codes,
-                                     generate_dummies)
+    from anonymizers.dummies import (
+        ClusterConfig,
+        DummyConfig,
+        NoReleaseError,
+        cluster_codes,
+        generate_dummies,
+    )
     from anonymizers.verify.dummies import verify_clusters, verify_dummies
 
     df = long(sets)
