@@ -45,11 +45,15 @@ class Hierarchy:
     """A rooted tree over code strings, with leaf counts and LCA.
 
     ``parent`` maps every non-root node to its parent; the root is ``ROOT``.
-    ``normalize`` maps a user's code to a node label (identity by default).
+    ``normalize`` maps a user's code to a node label (identity by default);
+    ``code_system`` names the code system of an ICD tree (``icd9cm``,
+    ``icd10cm``; None for other trees), so that code placement
+    (``anonymizers.ugaclip.codes.place``) reads codes in the tree's system.
     """
 
     parent: dict[str, str]
     normalize: callable = field(default=lambda c: c)
+    code_system: str | None = None
     _children: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _leaves: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -137,7 +141,7 @@ def icd9cm() -> Hierarchy:
         for child in node.children or []:
             parent[child.code] = ROOT if node.code == "n/a" else node.code
             stack.append(child)
-    return Hierarchy(parent=parent, normalize=_undotted)
+    return Hierarchy(parent=parent, normalize=_undotted, code_system="icd9cm")
 
 
 def _undotted_upper(code: str) -> str:
@@ -172,7 +176,7 @@ def icd10cm() -> Hierarchy:
     empty = set(parent) - set(parent.values())
     return Hierarchy(parent={c: p for c, p in parent.items()
                              if not (c in empty and "-" in c)},
-                     normalize=_undotted_upper)
+                     normalize=_undotted_upper, code_system="icd10cm")
 
 
 def _icd10_chapters(cm) -> list[str]:

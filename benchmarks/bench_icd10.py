@@ -1,5 +1,39 @@
-"""ICD-10-CM beside ICD-9-CM on the same claims (issue 27; benchmarks/icd10.md
-tells the story).
+"""ICD-10-CM beside ICD-9-CM on the same data (issue 27; benchmarks/icd10.md
+tells the story).  Every method runs the data of its ICD-9 benchmark with
+each ICD-9 code mapped to ICD-10-CM through CMS's GEM
+(``anonymizers.codesystems.gem_forward``); rows whose code the GEM cannot
+carry are dropped from both systems' data, so both anonymize the very same
+records.  Each (method, system) runs in its own process (``--one``) so that
+its wall time and peak memory (``benchmarks/results/icd10_<case>_<system>
+.json``) are its own; ``python -m benchmarks.bench_icd10 --case ugaclip``
+runs both systems of a case, ``--table`` prints the markdown table of
+icd10.md from the result files.
+
+Cases (sizes and settings of the ICD-9 benchmark named):
+
+- ``ugaclip`` (bench_ugaclip): PPE (single-visit, k = 5) then UGACLIP on
+  DE-SynPUF TestB's 424 beneficiaries (3-digit-category policy, level 1)
+  and on MEPS 2005 conditions (26,854 patients, level-2 policy: ICD-9
+  sections, ICD-10 blocks); the semantic weights on the system's tree.  The
+  lower bounds of bench_ugaclip are not recomputed (they bound suppression,
+  not utility, and take 600 s a case).
+- ``disassociation`` (bench_disassociation): MEPS, k = 5, m = 2, level-1
+  policy of the system; utility on the default reconstruction.
+- ``gccens`` (bench_gccens): the generator's 300,000 members rolled up to
+  categories 250, 272, 401, 724 and the 2,700-record tilted sample; the
+  three (k, caps) settings.
+- ``medco`` (bench_medco): MEPS, minimum anonymity set 150, 3 clusters.
+- ``hhp`` (bench_hhp): the generator's 113,000 members' claims, defaults;
+  ICD-10 with the ``hhp-2012-icd10-v1`` policy and hierarchies.
+- ``lda`` (the first case of this file): LDA on DE-SynPUF trajectories
+  (module ``case_lda``; results in ``icd10.json``).
+
+MEPS and the GCCens roll-up hold 3-character ICD-9 categories, which the GEM
+lists for few codes (``250`` has no entry; its descendants map to E08-E13);
+they are mapped by ``category_map`` (the GEM's own entry if it has one, else
+the ICD-10-CM category most of the category's GEM descendants map to).
+DE-SynPUF and the generator's claims hold full codes and are mapped by
+``gem_forward`` (its docstring gives the rule).
 
 Case ``lda``: LDA (Tamersoy 2011) at k = 5 on DE-SynPUF TestB claims
 trajectories of the first 300 beneficiaries (``bench_lda.synpuf_pairs``:
@@ -17,12 +51,18 @@ released as ``*``), and the mapped codes on the ICD-10-CM tree.  The
 verifier runs on every release with the tree the release used.  The figure
 of the issue is ``below_root_pct``: the percent of the input's ICD values
 released below the root (a suppressed pair counts as not kept).
-``python -m benchmarks.bench_icd10`` from the repository root.
+``python -m benchmarks.bench_icd10`` (no ``--case``) runs the LDA case.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import subprocess
+import sys
 import time
+from functools import lru_cache
 
 import pandas as pd
 
@@ -32,7 +72,7 @@ from anonymizers.longitudinal import LDAConfig, lda
 from anonymizers.longitudinal.hierarchies import icd_hierarchy
 from anonymizers.verify.longitudinal import verify_lda
 from benchmarks.bench_lda import SYNPUF, synpuf_cohorts, synpuf_pairs
-from benchmarks.harness import DATASETS, run_benchmark
+from benchmarks.harness import DATASETS, RESULTS, run_benchmark
 
 K = 5
 SEED = 2011
@@ -108,10 +148,296 @@ def figures() -> dict:
     return {"lda": {name: case_lda(cohorts[name], mapping) for name in COHORTS}}
 
 
+# --- the other methods: each on its ICD-9 benchmark's data, mapped ------------
+
+SYSTEMS = ("icd9cm", "icd10cm")
+CASES = ("ugaclip", "ugaclip_blocks", "disassociation", "gccens", "medco", "hhp")
+UTILITY_WITHIN = 0.2  # issue 27: utility within 20% of the same data in ICD-9
+
+
+@lru_cache(maxsize=1)
+def gem_table() -> pd.DataFrame:
+    return pd.read_csv(GEM, dtype=str)
+
+
+def code_map(codes) -> dict:
+    """Full ICD-9 codes -> one ICD-10-CM code each (``gem_forward``)."""
+    return gem_forward(gem_table(), sources=pd.unique(pd.Series(codes, dtype=object))).codes
+
+
+def category_map(codes) -> dict:
+    """3-character ICD-9 categories -> one ICD-10-CM code each: the GEM's own
+    entry for the category if it has one, else the ICD-10-CM category
+    (3 characters) that most of the category's GEM-listed descendants map to
+    (ties: the first in code order).  A code with no descendant in the GEM
+    (MEPS's -1, -9) is not mapped."""
+    full = gem_forward(gem_table())
+    pairs = pd.DataFrame({"icd9": list(full.codes), "icd10": list(full.codes.values())})
+    pairs = pairs.assign(cat9=pairs["icd9"].str[:3], cat10=pairs["icd10"].str[:3])
+    counts = pairs.groupby(["cat9", "cat10"]).size().reset_index(name="n")
+    best = counts.sort_values(["cat9", "n", "cat10"], ascending=[True, False, True])
+    plurality = dict(best.drop_duplicates("cat9")[["cat9", "cat10"]].to_numpy())
+    out = {}
+    for code in pd.unique(pd.Series(codes, dtype=object)):
+        target = full.codes.get(code) or plurality.get(code)
+        if target is not None:
+            out[code] = target
+    return out
+
+
+def same_data(df: pd.DataFrame, mapping: dict, system: str, column: str = "code"):
+    """``df`` less the rows whose code ``mapping`` cannot carry, in ``system``'s
+    codes, and what was dropped."""
+    target = df[column].map(mapping)
+    kept = df[target.notna()].reset_index(drop=True)
+    data = {"rows": len(df), "rows_unmapped": int(target.isna().sum()),
+            "codes_unmapped": int(df.loc[target.isna(), column].nunique()),
+            "icd9_codes": int(kept[column].nunique()),
+            "icd10_codes": int(target.dropna().nunique())}
+    if system == "icd10cm":
+        kept = kept.assign(**{column: target.dropna().to_numpy()})
+    return kept, data
+
+
+def case_ugaclip(system: str, small: bool) -> dict:
+    from benchmarks import bench_ugaclip as bu
+
+    return {"synpuf_single-visit": ppe_ugaclip(bu.load_synpuf, False, 1, system, small),
+            "meps_single-visit": ppe_ugaclip(bu.load_meps, True, 2, system, small)}
+
+
+def case_ugaclip_blocks(system: str, small: bool) -> dict:
+    """DE-SynPUF with the level-2 policy (ICD-9 sections, ICD-10-CM blocks):
+    ICD-10-CM's 3-character categories are narrower than ICD-9's (icd10.md)."""
+    from benchmarks import bench_ugaclip as bu
+
+    return {"synpuf_single-visit_level2": ppe_ugaclip(bu.load_synpuf, False, 2, system, small)}
+
+
+def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) -> dict:
+    """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
+    ``system`` and its tree, on ``load``'s data mapped (``category_map`` if
+    ``categories``, else ``code_map``); each checked by its verifier."""
+    from anonymizers.hierarchy import for_system
+    from anonymizers.policies import hierarchy_policy
+    from anonymizers.ppe import PPEConfig, extract_policy
+    from anonymizers.ugaclip import UGACLIPConfig, ugaclip
+    from anonymizers.verify.ppe import verify_policy
+    from benchmarks import bench_ugaclip as bu
+
+    raw = load(bu.SMALL["meps" if categories else "synpuf"] if small else None)
+    df, data = same_data(raw, (category_map if categories else code_map)(raw["code"]), system)
+    t0 = time.perf_counter()
+    policy = [list(c) for c in extract_policy(df, PPEConfig(K, "single-visit")).constraints]
+    t_ppe = time.perf_counter() - t0
+    ppe_ok = verify_policy(df, policy, K, "single-visit").ok
+    patients = df[["patient_id", "code"]].drop_duplicates(ignore_index=True)
+    utility = hierarchy_policy(patients["code"].unique(), level, code_system=system)
+    config = UGACLIPConfig(K, seed=bu.SEED)
+    tree = for_system(system)
+    fig = bu.method_figures("UGACLIP", lambda: ugaclip(patients, policy, utility, config,
+                                                       hierarchy=tree), patients, policy)
+    fig["kept_occurrences_pct"] = round(
+        100.0 * (1 - fig["suppressed_occurrences"] / len(patients)), 2)
+    fig["utility_satisfied_pct"] = round(
+        100.0 * fig["utility_satisfied"] / max(fig["utility_present"], 1), 2)
+    return {"data": data, "n_patients": int(patients["patient_id"].nunique()),
+            "n_codes": int(patients["code"].nunique()), "utility_level": level,
+            "utility_constraints": len(utility),
+            "utility_mean_codes": round(len(patients["code"].unique()) / max(len(utility), 1), 2),
+            "ppe_seconds": round(t_ppe, 3), "ppe_constraints": len(policy),
+            "ppe_verifier_ok": ppe_ok, "ugaclip": fig}
+
+
+def case_disassociation(system: str, small: bool) -> dict:
+    from anonymizers.disassociation.reconstruct import DEFAULT_ITEM_SUPPORT
+    from anonymizers.policies import hierarchy_policy
+    from benchmarks import bench_disassociation as bd
+
+    raw = bd.load_meps(400 if small else None)
+    df, data = same_data(raw, category_map(raw["code"]), system)
+    codes = df["code"].unique()
+    level1 = hierarchy_policy(codes, 1, code_system=system)
+    level2 = hierarchy_policy(codes, 2, code_system=system)
+    work = bd.Workloads(df, {"codes": level1, "sections": level2})
+    run = bd.one_run(df, work, K, 2, level1, modes=(DEFAULT_ITEM_SUPPORT,))
+    return {"data": data, "workloads": work.describe(), "meps_k5_m2": run}
+
+
+def case_gccens(system: str, small: bool) -> dict:
+    from benchmarks import bench_gccens as bg
+
+    n_members, n_sample = (3_000, 60) if small else (300_000, 2_700)
+    t0 = time.perf_counter()
+    ids, counts = bg.synthetic_counts(n_members)
+    population, sample, shape = bg.make_data(ids, counts, n_sample)
+    mapping = category_map(bg.CODES)
+    population, data = same_data(population, mapping, system)
+    sample, _ = same_data(sample, mapping, system)
+    t_data = time.perf_counter() - t0
+    runs = [bg.run_case(sample, population, k, caps) for k, caps in bg.CASES]
+    return {"data": {**data, "mapping": mapping}, "data_seconds": round(t_data, 2),
+            "n_members": n_members, "n_sample": n_sample, **shape, "runs": runs}
+
+
+def case_medco(system: str, small: bool) -> dict:
+    from benchmarks import bench_medco as bm
+
+    raw = bm.load(small)
+    df, data = same_data(raw, category_map(raw["code"]), system)
+    a, n_clusters = (20, 2) if small else (150, 3)
+    return {"data": data, "patients": int(df["patient_id"].nunique()),
+            "codes": int(df["code"].nunique()),
+            f"meps_a{a}_k{n_clusters}": bm.clustered(df, a, n_clusters, bm.SEED)}
+
+
+def case_hhp(system: str, small: bool) -> dict:
+    from anonymizers.claims import HHPConfig, hhp_release
+    from anonymizers.verify.claims import verify_hhp
+    from benchmarks import bench_hhp as bh
+
+    n = bh.SMALL_MEMBERS if small else bh.N_MEMBERS
+    policy = "hhp-2012-icd10-v1" if system == "icd10cm" else None
+    options = ({"sample_size": 500, "ci_halfwidth": 0.02, "max_evaluations": 20}
+               if small else {})
+    config = HHPConfig(seed=bh.SEED, policy_path=policy, **options)
+    t0 = time.perf_counter()
+    raw = bh.make_claims(n)
+    claims, data = same_data(raw, code_map(raw["dx_code"].dropna()), system, "dx_code")
+    t_data = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = hhp_release(claims, config)
+    t_method = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    verdict = verify_hhp(result, claims, policy_path=policy)
+    t_verify = time.perf_counter() - t0
+    m = result.metrics
+    return {"data": data, "n_members": n, "policy": config.policy_source,
+            "members_in": m["input"]["members"], "claims_in": m["input"]["claims"],
+            "members_released": m["released"]["members"],
+            "claims_released": m["released"]["claims"],
+            "claims_released_pct": round(100.0 * m["released"]["claims"]
+                                         / max(m["input"]["claims"], 1), 2),
+            "members_removed_by_screening": m["members_removed_by_screening"],
+            "chosen_node": m["chosen_node"], "risk": m["risk"],
+            "information_loss": m["information_loss"], "nodes_evaluated": m["nodes_evaluated"],
+            "seconds": {"data": round(t_data, 1), "method": round(t_method, 1),
+                        "verify": round(t_verify, 1)},
+            "verified": verdict.ok, "violations": list(verdict.violations)[:5]}
+
+
+def result_name(case: str, system: str, small: bool) -> str:
+    return f"icd10_{case}_{system}" + ("_small" if small else "")
+
+
+def run_one(case: str, system: str, small: bool) -> dict:
+    """One method on one system's data, measured by the harness in this process."""
+    fn = globals()[f"case_{case}"]
+    return run_benchmark(result_name(case, system, small), lambda: fn(system, small),
+                         case=case, code_system=system, small=small, gem=str(GEM.name),
+                         k=K, load_average_1min=os.getloadavg()[0])
+
+
+def run_cases(cases, small: bool) -> None:
+    """Each case's systems, one process each (ICD-9 first)."""
+    for case in cases:
+        for system in SYSTEMS:
+            cmd = [sys.executable, "-m", "benchmarks.bench_icd10", "--one", case, system]
+            subprocess.run(cmd + (["--small"] if small else []), check=True,
+                           stdout=subprocess.DEVNULL)
+
+
+# (case, row label, path to the figure, higher is better, path to the method's seconds,
+#  path to the verdict); paths are keys into the case's figures
+HEADLINES = (
+    ("ugaclip", "UGACLIP DE-SynPUF: occurrences kept %",
+     "synpuf_single-visit.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit.ugaclip.seconds", "synpuf_single-visit.ugaclip.verifier_ok"),
+    ("ugaclip", "UGACLIP DE-SynPUF: utility constraints satisfied %",
+     "synpuf_single-visit.ugaclip.utility_satisfied_pct", True, None, None),
+    ("ugaclip", "PPE DE-SynPUF: privacy constraints", "synpuf_single-visit.ppe_constraints",
+     None, "synpuf_single-visit.ppe_seconds", "synpuf_single-visit.ppe_verifier_ok"),
+    ("ugaclip_blocks", "UGACLIP DE-SynPUF, level-2 policy: occurrences kept %",
+     "synpuf_single-visit_level2.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_level2.ugaclip.seconds",
+     "synpuf_single-visit_level2.ugaclip.verifier_ok"),
+    ("ugaclip", "UGACLIP MEPS: occurrences kept %",
+     "meps_single-visit.ugaclip.kept_occurrences_pct", True,
+     "meps_single-visit.ugaclip.seconds", "meps_single-visit.ugaclip.verifier_ok"),
+    ("disassociation", "Disassociation MEPS k5 m2: codes' MRE within 5 %",
+     "meps_k5_m2.utility.default.mre_codes_share_in_5", True,
+     "meps_k5_m2.anonymize_seconds", "meps_k5_m2.verifier_ok"),
+    ("disassociation", "Disassociation MEPS k5 m2: ARE W1 (lower better)",
+     "meps_k5_m2.utility.default.are_w1", False, None, None),
+    ("gccens", "GCCens k5 caps 3: CUL total mean (lower better)",
+     "runs.0.cul_total_mean", False, "runs.0.gccens_plus_verify_seconds", "runs.0.verified"),
+    ("gccens", "GCCens k25 caps 10: CUL total mean (lower better)",
+     "runs.2.cul_total_mean", False, "runs.2.gccens_plus_verify_seconds", "runs.2.verified"),
+    ("medco", "MedCo MEPS A=150, 3 clusters: released/real ratio (lower better)",
+     "meps_a150_k3.real_ratio", False, "meps_a150_k3.generation_seconds",
+     "meps_a150_k3.verdict_ok"),
+    ("hhp", "HHP 113k: information loss (lower better)", "information_loss", False,
+     "seconds.method", "verified"),
+    ("hhp", "HHP 113k: claims released %", "claims_released_pct", True, None, None),
+)
+
+
+def _at(obj, path: str | None):
+    for key in (path.split(".") if path else []):
+        if obj is None:
+            return None
+        obj = obj[int(key)] if isinstance(obj, list) else obj.get(key)
+    return obj if path else None
+
+
+def _fmt(x) -> str:
+    return "–" if x is None else f"{x:,.4g}" if isinstance(x, float) else str(x)
+
+
+def table(small: bool = False) -> str:
+    """icd10.md's table from the result files of both systems."""
+    rows = [("| figure | ICD-9 | ICD-10 | ratio | within 20 % | method s (9 → 10) "
+             "| case wall s (9 → 10) | peak MB (9 → 10) | verifier (9 / 10) |"),
+            "|---|---|---|---|---|---|---|---|---|"]
+    for case, label, path, higher, secs, ok in HEADLINES:
+        files = [RESULTS / f"{result_name(case, s, small)}.json" for s in SYSTEMS]
+        if not all(f.is_file() for f in files):
+            continue
+        recs = [json.loads(f.read_text()) for f in files]
+        nine, ten = (_at(r["figures"], path) for r in recs)
+        ratio = ten / nine if nine else None
+        holds = ("–" if higher is None or ratio is None else
+                 "yes" if (ratio >= 1 - UTILITY_WITHIN if higher else
+                           ratio <= 1 + UTILITY_WITHIN) else "**no**")
+        method = " → ".join(_fmt(_at(r["figures"], secs)) for r in recs) if secs else ""
+        wall = " → ".join(_fmt(r["wall_seconds"]) for r in recs)
+        peak = " → ".join(_fmt(r["peak_memory_mb"]) for r in recs)
+        verdict = " / ".join(_fmt(_at(r["figures"], ok)) for r in recs) if ok else ""
+        rows.append(f"| {label} | {_fmt(nine)} | {_fmt(ten)} | "
+                    f"{_fmt(None if ratio is None else round(ratio, 3))} | {holds} | {method} "
+                    f"| {wall} | {peak} | {verdict} |")
+    return "\n".join(rows)
+
+
 def main() -> dict:
     return run_benchmark("icd10", figures, k=K, seed=SEED, patients=PATIENTS,
                          gem=str(GEM.name), must_keep=MUST_KEEP)
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", action="append", choices=CASES,
+                        help="run this case on both systems (repeatable); default: LDA")
+    parser.add_argument("--one", nargs=2, metavar=("CASE", "SYSTEM"),
+                        help="run one case on one system in this process")
+    parser.add_argument("--small", action="store_true", help="the ICD-9 benchmarks' small sizes")
+    parser.add_argument("--table", action="store_true", help="print icd10.md's table")
+    args = parser.parse_args()
+    if args.one:
+        run_one(args.one[0], args.one[1], args.small)
+    elif args.case:
+        run_cases(args.case, args.small)
+    elif args.table:
+        print(table(args.small))
+    else:
+        main()

@@ -17,13 +17,19 @@ all leaves of the hierarchy, and 0 for a value left alone.  So here
     w(i~) = 0                                        if |i~| = 1
     w(i~) = leaves(LCA(codes of i~)) / leaves(root)  otherwise,
 
-with leaves counted in the ICD-9-CM tree of ``anonymizers.hierarchy.icd9cm()``
-(14,567 leaves).  The SI's worked example assumes w = 0.375 rather than
-deriving it; the hierarchy gives w({493.00, 493.01, 493.02}) = 3/14567.
+with leaves counted in the tree of the data's code system
+(``anonymizers.hierarchy.for_system``): ICD-9-CM, the paper's, by default
+(``icd9cm()``, 14,567 leaves), or ICD-10-CM (``code_system="icd10cm"``,
+``icd10cm()``, 74,719 leaves).  The SI's worked example assumes w = 0.375
+rather than deriving it; the hierarchy gives w({493.00, 493.01, 493.02}) =
+3/14567.  On ICD-10-CM the same reading gives, e.g., w({J45.20, J45.21,
+J45.22}) = leaves(J452) / 74,719; the two systems' weights are each a share
+of their own tree, so IL figures are comparable within a system only.
 
-Codes are placed with ``codes.place``: dotted or undotted ('250.00' and
-'25000' are one node), and a retired code under its deepest prefix in the
-tree ('0421' under '042').  Codes that still cannot be placed (MEPS's -1
+Codes are placed with ``codes.place`` in the code system of the call
+(``SemanticWeights(..., code_system=)``, else the tree's own): dotted or
+undotted ('250.00' and '25000' are one node; 'S52.521A' and 'S52521A'), and
+a retired code under its deepest prefix in the tree ('0421' under '042').  Codes that still cannot be placed (MEPS's -1
 and -9, 'OTHER', local codes) have no
 semantic distance to anything.  An item holding one of them gets the
 *fallback* weight, 1 by default: the weight of the root, the largest distance
@@ -45,7 +51,7 @@ import math
 import numpy as np
 
 from anonymizers.hierarchy import ROOT, Hierarchy
-from anonymizers.ugaclip.codes import place
+from anonymizers.ugaclip.codes import place, system_of
 
 
 def information_loss(size: int, weight: float, support: int, n_codes: int,
@@ -74,7 +80,9 @@ def log_score(size: int, weight: float, support: int) -> float:
 
 
 class SemanticWeights:
-    """w(i~) for items over the vocabulary ``codes``, from ``hierarchy``.
+    """w(i~) for items over the vocabulary ``codes``, from ``hierarchy``
+    (the tree of ``code_system``: ``for_system(code_system)``; a tree of
+    another system is a ParameterError, see ``codes.system_of``).
 
     Each code's root-first path is a row of node ids (-1 past its end); an
     item's LCA is the common prefix of its codes' rows, so the LCA of two
@@ -82,10 +90,12 @@ class SemanticWeights:
     partners at once.
     """
 
-    def __init__(self, codes, hierarchy: Hierarchy, fallback: float = 1.0):
+    def __init__(self, codes, hierarchy: Hierarchy, fallback: float = 1.0,
+                 code_system: str | None = None):
         self.fallback = fallback
+        self.code_system = system_of(hierarchy, code_system)
         self.total = hierarchy.n_leaves(ROOT)
-        nodes_of = [place(c, hierarchy) for c in map(str, codes)]
+        nodes_of = [place(c, hierarchy, self.code_system) for c in map(str, codes)]
         paths = [hierarchy.path(n)[::-1] if n is not None else None for n in nodes_of]
         nodes: dict[str, int] = {}
         depth = max((len(p) for p in paths if p), default=1)

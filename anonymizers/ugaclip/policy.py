@@ -9,6 +9,22 @@ Bundled policies live in ``anonymizers/data/utility_policies/<file>.json``:
 ``pnas2010`` is Table S2 (19 diseases); ``pnas2010-k2``, ``-k5``, ``-k10`` and
 ``-k25`` keep the diseases that Table S1 includes for that k.  The
 transcription choices are listed in the file's ``notes``.
+
+Code systems (``anonymizers.codesystems``).  The bundled policies are
+ICD-9-CM, as the paper prints them.  ``load_utility_policy(...,
+code_system=)`` names the system of the data the policy will meet:
+
+- a policy file is checked against it: every code, normalised (dots, case,
+  spaces), must be a code of that system (an InputError names the
+  constraint otherwise);
+- a bundled (ICD-9-CM) policy asked for in ICD-10-CM is carried through a
+  GEM map (``mapping``, from ``codesystems.gem_forward``) by
+  ``UtilityPolicy.mapped``: each code becomes its one ICD-10-CM target,
+  undotted as claims write it.  The GEM is many-to-one in places; a target
+  reached from two diseases stays with the first in the table's order (the
+  constraints must stay disjoint) and is recorded in ``notes``, as are the
+  codes the map cannot carry.  Without a mapping the request is a
+  ParameterError, not a silent ICD-9 policy that matches no ICD-10 code.
 """
 
 from __future__ import annotations
@@ -17,10 +33,19 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from anonymizers.codesystems import (
+    ICD9CM,
+    ICD10CM,
+    NAMES,
+    check_system,
+    is_valid,
+    normalize,
+)
 from anonymizers.errors import InputError, ParameterError
 from anonymizers.io import read_json
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "utility_policies"
+BUNDLED_SYSTEM = ICD9CM  # Table S2 prints ICD-9-CM codes
 
 
 @dataclass(frozen=True)
@@ -29,6 +54,7 @@ class UtilityPolicy:
 
     constraints: tuple[tuple[str, ...], ...]
     names: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def from_lists(cls, constraints, names=None, source: str = "utility policy") -> UtilityPolicy:
@@ -51,8 +77,49 @@ class UtilityPolicy:
 
     def strip_dots(self) -> UtilityPolicy:
         """The same policy with dots removed from codes ('493.00' -> '49300')."""
-        return UtilityPolicy.from_lists([[c.replace(".", "") for c in u] for u in self.constraints],
-                                        self.names)
+        policy = UtilityPolicy.from_lists([[c.replace(".", "") for c in u]
+                                           for u in self.constraints], self.names)
+        return UtilityPolicy(policy.constraints, policy.names, self.notes)
+
+    def mapped(self, mapping, target: str = ICD10CM) -> UtilityPolicy:
+        """The policy with every code carried through ``mapping`` (a
+        ``codesystems.Mapping``) into ``target``'s codes, undotted.  Codes
+        the map cannot carry are left out, and a target reached from a second
+        constraint stays in the first; both are listed in ``notes``.  A
+        constraint left with no code is dropped (and noted)."""
+        check_system(target)
+        owner: dict[str, str] = {}
+        cons, names, notes = [], [], list(self.notes)
+        for name, codes in zip(self.names, self.constraints):
+            targets, lost = [], []
+            for code in codes:
+                got = mapping.codes.get(str(normalize([code])[0]))
+                if got is None:
+                    lost.append(code)
+                elif owner.setdefault(got, name) != name:
+                    notes.append(f"{name}: {code} -> {got}, already in {owner[got]}; "
+                                 f"kept there")
+                else:
+                    targets.append(got)
+            if lost:
+                notes.append(f"{name}: not carried into {NAMES[target]}: {', '.join(lost)}")
+            if targets:
+                cons.append(targets)
+                names.append(name)
+            else:
+                notes.append(f"{name}: no code carried into {NAMES[target]}; left out")
+        policy = UtilityPolicy.from_lists(cons, names, f"utility policy in {NAMES[target]}")
+        return UtilityPolicy(policy.constraints, policy.names, tuple(notes))
+
+    def check_codes(self, code_system: str, source: str = "utility policy") -> UtilityPolicy:
+        """This policy, if every code is, normalised, a code of
+        ``code_system``; InputError naming the first constraint that holds
+        another (not the code: it may be read beside patient data)."""
+        for n, (name, codes) in enumerate(zip(self.names, self.constraints), start=1):
+            if not is_valid(list(codes), code_system).all():
+                raise InputError(source, f"constraint {n} ({name}) holds a code that is not "
+                                 f"a code of {NAMES[code_system]}")
+        return self
 
 
 def bundled() -> list[str]:
@@ -65,13 +132,24 @@ def bundled() -> list[str]:
     return out
 
 
-def load_utility_policy(name_or_path: str, strip_dots: bool = False) -> UtilityPolicy:
+def load_utility_policy(name_or_path: str, strip_dots: bool = False,
+                        code_system: str | None = None, mapping=None) -> UtilityPolicy:
     """A bundled policy by name (see ``bundled()``) or a JSON file.
 
     A file holds either a list of code lists, or an object whose
     ``constraints`` is a list of code lists or of ``{"name", "codes"}``.
+    ``code_system`` (None: no check, as before code systems were named)
+    checks a file's codes against that system, or carries a bundled ICD-9-CM
+    policy into ICD-10-CM through ``mapping`` (see the module docstring).
     """
     policy = _bundled(name_or_path)
+    if policy is not None and code_system is not None and \
+            check_system(code_system) != BUNDLED_SYSTEM:
+        if mapping is None:
+            raise ParameterError("utility_policy", f"{name_or_path!r} is tabulated in "
+                                 f"{NAMES[BUNDLED_SYSTEM]}; for {NAMES[code_system]} data give "
+                                 "a mapping (codesystems.gem_forward) or a policy file")
+        return policy.mapped(mapping, code_system)
     if policy is None:
         path = Path(name_or_path)
         if not path.is_file():
@@ -79,6 +157,8 @@ def load_utility_policy(name_or_path: str, strip_dots: bool = False) -> UtilityP
                                  f"bundled policy ({', '.join(bundled())})")
         obj = read_json(path)
         policy = from_json(obj, str(path))
+        if code_system is not None:
+            policy.check_codes(check_system(code_system), str(path))
     return policy.strip_dots() if strip_dots else policy
 
 
