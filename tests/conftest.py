@@ -73,8 +73,9 @@ def warehouse():
 @pytest.fixture
 def empty_source(warehouse):
     """An empty source schema for a test that loads its own claims."""
+    from deid.admin_setup import RIF_TABLES
     from tools.demo_data import TABLES
 
     with warehouse.connect() as conn, conn.cursor() as cur:
-        cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))
+        cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in (*TABLES, *RIF_TABLES)))
     return warehouse

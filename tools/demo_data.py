@@ -4,6 +4,7 @@ or, with ``--layout rif --out DIR``, write them as CCW RIF files
 
 from __future__ import annotations
 
+from deid.admin_setup import RIF_TABLES
 from deid.admin_setup import SOURCE_TABLES as TABLES
 from deid.pgcopy import copy_frame
 from deid.warehouse import connect, ensure_schemas
@@ -44,14 +45,15 @@ def load_synthetic(n_members: int, seed: int, replace: bool = False,
     """Generate and COPY ``n_members`` members in one transaction, with
     diagnoses in ``code_system`` (``icd9cm`` or ``icd10cm``).
 
-    With ``replace`` the source tables are emptied first; otherwise rows are added.
+    With ``replace`` the source tables, the RIF layout's included, are emptied
+    first (the extract reads both); otherwise rows are added.
     """
     ensure_schemas()
     counts = dict.fromkeys(TABLES, 0)
     with connect() as conn:
         with conn.cursor() as cur:
             if replace:
-                cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in TABLES))
+                cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in (*TABLES, *RIF_TABLES)))
         for chunk in generate(SyntheticConfig(n_members=n_members, seed=seed,
                                                   code_system=code_system)):
             with conn.cursor() as cur:

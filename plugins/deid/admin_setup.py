@@ -31,11 +31,13 @@ SETUP_FILES = ("source_schema.sql", "release_schema.sql", "roles.sql")
 # the DE-SynPUF tables of sql/source_schema.sql that a run reads
 SOURCE_TABLES = ("beneficiary_summary", "inpatient_claims", "outpatient_claims",
                  "carrier_claims")
+# the CCW RIF layout's tables (deid.rif_loader), read by the same extract
+RIF_TABLES = ("rif_beneficiary", "rif_claims", "rif_diagnoses")
 SCHEMAS = ("source", "release", "release_build", "restricted", "audit")
 # what a run does: (schema or schema.table, privileges)
 NEEDS = (*((s, ("USAGE",)) for s in SCHEMAS),
          ("release", ("CREATE",)), ("release_build", ("CREATE",)),
-         *((f"source.{t}", ("SELECT",)) for t in SOURCE_TABLES),
+         *((f"source.{t}", ("SELECT",)) for t in (*SOURCE_TABLES, *RIF_TABLES)),
          *((f"restricted.{t}", ("SELECT", "INSERT", "DELETE"))
            for t in ("dummy_map", "token_keys", "privacy_policies")),
          # the published history (issue 25): append-only for the loader

@@ -8,13 +8,13 @@ from __future__ import annotations
 import os
 
 import pytest
-from deid.demo_data import TABLES, load_synthetic
+from deid.admin_setup import RIF_TABLES
 
 from anonymizers.codesystems import is_valid
 from tests.dags.release_copies import TEST_POLICY, forget_history, write_copies
+from tools.demo_data import TABLES, load_synthetic
 
 pytestmark = [pytest.mark.airflow, pytest.mark.warehouse]
-RIF_TABLES = ("rif_beneficiary", "rif_claims", "rif_diagnoses")
 
 
 # a tiny GEM in anonymizers.io.GEM_COLUMNS' layout

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from deid.demo_data import load_synthetic
 from deid.extract import extract_claims_table, extract_to_parquet
 from deid.releases import CodePolicy
 
 from anonymizers.codesystems import is_valid
 from anonymizers.errors import InputError
+from tools.demo_data import load_synthetic
 
 pytestmark = pytest.mark.warehouse
 
@@ -34,7 +34,7 @@ def no_rif_claims_after(warehouse):
 def icd10_source(empty_source):
     """ICD-10-CM claims in the DE-SynPUF tables, emptied afterwards: a test
     that extracts whatever the source holds expects ICD-9-CM."""
-    from deid.demo_data import TABLES
+    from tools.demo_data import TABLES
 
     _sql(empty_source, f"TRUNCATE {RIF_TABLES}")
     load_synthetic(n_members=60, seed=3, code_system="icd10cm")

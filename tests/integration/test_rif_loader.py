@@ -141,17 +141,18 @@ def test_sample_loads_into_the_rif_source_tables(warehouse, rif):
     # the warehouse's setup creates the RIF tables (sql/source_schema.sql)
     with warehouse.connect() as conn, conn.cursor() as cur:
         cur.execute("TRUNCATE source.rif_beneficiary, source.rif_claims, source.rif_diagnoses")
-    files = [rif / f"{kind}.csv.gz" for kind in SUMMARY_COLUMNS] + [rif / "beneficiary_2015.csv.gz"]
-    counts = load_files(files, drop_unknown=True)
-    with warehouse.connect() as conn, conn.cursor() as cur:
-        cur.execute("SELECT claim_type, count(*) FROM source.rif_claims GROUP BY 1")
-        per_type = dict(cur.fetchall())
-        cur.execute("SELECT count(*) FROM source.rif_diagnoses")
-        n_dx = cur.fetchone()[0]
-    assert per_type == {"carrier": 37, "dme": 1, "hha": 14, "hospice": 1, "inpatient": 16,
-                        "outpatient": 19, "snf": 1}
-    assert counts["rif_claims"] == 89 and counts["rif_diagnoses"] == n_dx > 0
-    assert counts["unknown_codes_dropped"] == 4
-    # other tests' extracts read the RIF tables too
-    with warehouse.connect() as conn, conn.cursor() as cur:
-        cur.execute("TRUNCATE source.rif_beneficiary, source.rif_claims, source.rif_diagnoses")
+    try:
+        files = [rif / f"{kind}.csv.gz" for kind in SUMMARY_COLUMNS] + [rif / "beneficiary_2015.csv.gz"]
+        counts = load_files(files, drop_unknown=True)
+        with warehouse.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT claim_type, count(*) FROM source.rif_claims GROUP BY 1")
+            per_type = dict(cur.fetchall())
+            cur.execute("SELECT count(*) FROM source.rif_diagnoses")
+            n_dx = cur.fetchone()[0]
+        assert per_type == {"carrier": 37, "dme": 1, "hha": 14, "hospice": 1, "inpatient": 16,
+                            "outpatient": 19, "snf": 1}
+        assert counts["rif_claims"] == 89 and counts["rif_diagnoses"] == n_dx > 0
+        assert counts["unknown_codes_dropped"] == 4
+    finally:  # other tests' extracts read the RIF tables too
+        with warehouse.connect() as conn, conn.cursor() as cur:
+            cur.execute("TRUNCATE source.rif_beneficiary, source.rif_claims, source.rif_diagnoses")

@@ -66,6 +66,7 @@ STRONGER = {
     "ppe_filter": ("single-visit", "all-visits"),   # all-visits: the attacker knows more
     "hhp_screen_all_diagnoses": (False, True),      # True screens more members out
     "scope": "narrower", "gccens_sample": "narrower",
+    "successive_defence": (False, True),            # on: releases stay safe together
 }
 # Settings the release does not depend on (tested): a trigger may set them freely.
 FREE = frozenset({"screen_batch_members", "batch_size", "lattice_parts_per_task"})
@@ -82,7 +83,8 @@ METRICS = {
     "disassociation": ("are_w2", "mre_share_in_-5_5", "mre_share_beyond_10", "suppressed_records",
                        "item_chunk_occurrence_share", "cluster_size_min", "n_clusters",
                        "are_w1", "mre_share_in_-5_5_single_codes",
-                       "mre_share_in_-2.5_2.5_single_codes", "mre_share_in_-2.5_2.5"),
+                       "mre_share_in_-2.5_2.5_single_codes", "mre_share_in_-2.5_2.5",
+                       "held_back", "retained_left"),
     "gccens": ("cul_mean", "cul_median", "cul_std", "cul_total_mean", "cul_total_median",
                "records_modified", "below_k_released", "uniquely_identifiable_released",
                "min_dis_released", "instances_censored_by_caps", "instances_censored_by_loop"),
