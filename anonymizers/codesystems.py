@@ -59,6 +59,19 @@ def hierarchy(code_system: str):
     return for_system(check_system(code_system))
 
 
+#: a category as ``category`` gives it: ICD-9-CM (250, V10, E880) or ICD-10-CM (E11, I10, M54)
+CATEGORY_PATTERN = "^([0-9VE][0-9]{2,3}|[A-Z][0-9][0-9A-Z])$"
+
+
+def category(codes: pd.Series, code_system: str = "icd9cm") -> pd.Series:
+    """The category of each (undotted) code: its first 3 characters, but 4
+    for ICD-9-CM's E codes (E800-E999, external causes); in ICD-10-CM an E
+    code is an endocrine category of 3 like any other."""
+    codes = codes.astype(str)
+    e_code = codes.str.startswith("E") & (check_system(code_system) == "icd9cm")
+    return codes.str[:3].where(~e_code, codes.str[:4])
+
+
 def is_valid(codes, code_system: str) -> np.ndarray:
     """Boolean per code: is it, normalised, a code of ``code_system``?"""
     tree = hierarchy(code_system)

@@ -93,7 +93,7 @@ import numpy as np
 import pandas as pd
 
 from anonymizers.errors import InputError, ParameterError
-from anonymizers.hierarchy import icd9cm
+from anonymizers.hierarchy import for_system
 from anonymizers.verify.longitudinal import _binary_age_cover, _CodeCover, _in_order
 from anonymizers.verify.longitudinal import _originals as _lda_originals
 from anonymizers.verify.verdict import Verdict
@@ -381,7 +381,7 @@ class _LDA:
         truth = r["truth"].assign(patient_id=r["truth"]["patient_id"].astype(str))
         self.original = _lda_originals(truth)
         self.atoms = {p: frozenset(pairs) for p, pairs in self.original.items()}
-        self._code_covers = _CodeCover(icd9cm())
+        self._code_covers = _CodeCover(for_system(params.get("code_system", "icd9cm")))
         self._cache: dict = {}
 
     def bind(self, index: dict, n: int) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from anonymizers.errors import ParameterError
-from anonymizers.hierarchy import ROOT, icd9cm
+from anonymizers.hierarchy import ROOT, for_system
 from anonymizers.successive.harness import ReleaseView, intersection_attack
 
 
@@ -119,7 +119,8 @@ def _ugaclip_view(doc: dict, truth: pd.DataFrame) -> ReleaseView:
 # --- LDA ----------------------------------------------------------------------------
 
 def attack_lda(releases: Sequence[dict], truth: Sequence[pd.DataFrame] | None,
-               k: int | None = None, maps: Sequence[pd.DataFrame] | None = None) -> dict:
+               k: int | None = None, maps: Sequence[pd.DataFrame] | None = None,
+               code_system: str = "icd9cm") -> dict:
     """The linking adversary against LDA releases (JSON dicts as the CLI
     writes them) given ``truth[r]`` (``patient_id, code, age``) and
     ``maps[r]`` (``pseudonym, patient_id``, the CLI's ``--map``).
@@ -134,7 +135,7 @@ def attack_lda(releases: Sequence[dict], truth: Sequence[pd.DataFrame] | None,
         raise ParameterError("maps", "LDA's release is linked to patients through its "
                              "pseudonym map: one map per release")
     k = releases[-1]["k"] if k is None else k
-    covers = _PairCover(icd9cm())
+    covers = _PairCover(for_system(code_system))
     views = [_lda_view(doc, t, mp, covers) for doc, t, mp in zip(releases, truth, maps)]
     return intersection_attack(views, k, None, lambda _held, target: [target])
 

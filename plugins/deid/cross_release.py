@@ -72,6 +72,8 @@ def check_params(run, method: str, params: dict, releases: list = ()) -> dict:
     out = {"k": params["k"]}
     if "m" in params:
         out["m"] = params["m"]
+    if method == "lda":  # its trajectories generalize in the tree of the claims' system
+        out["code_system"] = params.get("code_system", "icd9cm")
     if method == "ugaclip":
         seen: dict[tuple, list] = {}
         for r in releases:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import yaml
 from deid.admin_setup import RIF_TABLES
 
 from anonymizers.codesystems import is_valid
@@ -33,6 +34,12 @@ def release_files(tmp_path_factory):
         text.replace("name: medco_codes_icd10", "name: medco_mixed")
         .replace("table: medco_codes_icd10", "table: medco_mixed")
         .replace("mixed: refuse", f"mixed: map-to-icd10\ngem: {gem}"))
+    for name, params in ICD10_COPIES.items():
+        raw = yaml.safe_load((folder / f"{name}.yaml").read_text())
+        raw.update(name=f"{name}_icd10", code_system="icd10cm",
+                   destination={**raw["destination"], "table": f"{name}_icd10"})
+        raw["params"].update(params)
+        (folder / f"{name}_icd10.yaml").write_text(yaml.safe_dump(raw))
     before = os.environ.get("DEID_RELEASES_DIR")
     os.environ["DEID_RELEASES_DIR"] = str(folder)
     os.environ.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", "test-key-not-secret")
@@ -41,6 +48,15 @@ def release_files(tmp_path_factory):
         del os.environ["DEID_RELEASES_DIR"]
     else:
         os.environ["DEID_RELEASES_DIR"] = before
+
+
+# the repository's ICD-9-CM release files, copied with code_system: icd10cm
+# and their ICD-9 settings in ICD-10-CM (the thesis' categories 250, 272,
+# 401, 414, 427, 428, 724 -> E11, E78, I10, I25, I48, I50, M54)
+ICD10_COPIES = {"ugaclip_diagnoses": {"utility_policy": "icd10-level-2"},
+                "disassociation_diagnoses": {"utility_policy": "icd10-level-1"},
+                "lda_trajectories": {"lda_codes": ["E11", "E78", "I10", "I25", "I48", "I50"]},
+                "gccens_repeated_codes": {"gccens_codes": ["E11", "E78", "I10", "M54"]}}
 
 
 def _truncate(warehouse) -> None:
@@ -167,3 +183,25 @@ def test_mixed_code_systems_are_refused_or_mapped_as_the_release_file_says(icd10
     finally:
         with warehouse.connect() as conn, conn.cursor() as cur:
             cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in RIF_TABLES))
+
+
+@pytest.mark.parametrize("name", sorted(ICD10_COPIES))
+def test_every_method_runs_on_icd10_claims_with_its_verifier(name, icd10_ids, warehouse):
+    """UGACLIP and disassociation with a hierarchy policy over the ICD-10-CM
+    tree, LDA generalizing in it, GCCens: each loads with every verdict OK."""
+    release = f"{name}_icd10"
+    run = _dag(f"deid_{release}").test(run_conf=TEST_POLICY[name])
+    audit = _audit(warehouse, release, run.run_id)
+    assert str(run.state).endswith("success"), audit["error"]
+    assert audit["outcome"] == "loaded" and audit["params"]["code_system"] == "icd10cm"
+    verdicts = audit["verdicts"]["verdicts"]
+    assert verdicts and all(v["ok"] for v in verdicts), verdicts
+    assert audit["metrics"]["extract"]["code_system"] == "icd10cm"
+
+
+def test_a_policy_over_the_other_code_system_is_refused(icd10_ids, warehouse):
+    """ICD-9 levels on ICD-10-CM claims would group nothing: refused before any work."""
+    from deid.methods import check_params
+
+    with pytest.raises(ValueError, match="utility_policy: icd9-level-2 groups icd9cm codes"):
+        check_params("ugaclip", {"utility_policy": "icd9-level-2", "code_system": "icd10cm"})

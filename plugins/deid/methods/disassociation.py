@@ -27,7 +27,7 @@ import pandas as pd
 from deid import history, staging
 from deid import parquet_io as pio
 from deid.methods.ugaclip import PARAMS as UGACLIP_PARAMS
-from deid.methods.ugaclip import utility_policy
+from deid.methods.ugaclip import policy_system, utility_policy
 from deid.secret import pseudonym_key
 
 TITLE = "Disassociation (k^m-anonymity)"
@@ -75,6 +75,12 @@ HELD = "dis_held_back.parquet"  # patient_id: arrivals not published in this run
 SUCCESSIVE = "dis_successive.json"  # what the run made of the history (counts, no patient ids)
 
 
+def check(params: dict) -> None:
+    """A hierarchy utility policy must be over the release's code system."""
+    if params.get("utility_policy") not in (None, "none"):
+        policy_system(params["utility_policy"], params.get("code_system", "icd9cm"))
+
+
 def _policy(params, claims, extra_codes=()):
     """The utility policy named in ``params`` (None: none), over the codes of
     ``claims`` (and ``extra_codes``: those of retained records)."""
@@ -84,7 +90,7 @@ def _policy(params, claims, extra_codes=()):
     codes = pio.distinct(claims, "code")
     if len(extra_codes):
         codes = np.union1d(codes.astype(str), np.asarray(extra_codes, dtype=str))
-    policy = utility_policy(name, codes)
+    policy = utility_policy(name, codes, params.get("code_system", "icd9cm"))
     return policy if isinstance(policy, list) else [list(c) for c in policy.constraints]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from anonymizers.codesystems import CATEGORY_PATTERN
 from deid import history, validation
 from deid.extract import extract_to_parquet
 from deid.secret import pseudonym_key
@@ -32,7 +33,7 @@ PARAMS = {
             "title": "Cap on copies of a code",
             "description": "Most copies of one code a released record may hold; empty: the "
                            "sample's largest count of each code (the thesis' automatic caps)."},
-    "gccens_codes": {"type": "array", "items": {"type": "string", "pattern": "^[0-9VE][0-9]{2,3}$"},
+    "gccens_codes": {"type": "array", "items": {"type": "string", "pattern": CATEGORY_PATTERN},
                      "default": [], "title": "Codes released (3-digit categories)",
                      "description": "ICD-9 categories to release with their repeat counts, "
                                     "e.g. 250, 401; empty: every code as it is."},
@@ -55,8 +56,9 @@ def _population(run, params) -> pd.DataFrame:
                              columns=["patient_id", "claim_id", "code"])
     categories = params.get("gccens_codes") or []
     if categories:
-        width = claims["code"].str.startswith("E").map({True: 4, False: 3})
-        cat = pd.Series([c[:w] for c, w in zip(claims["code"], width)], index=claims.index)
+        from anonymizers.codesystems import category
+
+        cat = category(claims["code"], params.get("code_system", "icd9cm"))
         claims = claims.assign(code=cat)[cat.isin(categories)]
         claims = claims.drop_duplicates(["claim_id", "code"])
     return claims[["patient_id", "code"]].reset_index(drop=True)
@@ -70,11 +72,12 @@ def _sample(run, population: pd.DataFrame) -> pd.DataFrame:
 def censor(run, params) -> dict:
     from anonymizers.censoring import GCCensConfig, gccens
     from deid.scope import checked
+    from deid.steps import code_policy  # deid.steps imports the methods
 
     # each part checked alone first: "x) OR (TRUE" is one valid expression,
     # but joined as text it would let the sample escape the scope
     scope = f"({checked(params['scope'])}) AND ({checked(params['gccens_sample'])})"
-    extract_to_parquet(run.path("sample_claims.parquet"), scope)
+    extract_to_parquet(run.path("sample_claims.parquet"), scope, code_policy(run))
     ids = pd.read_parquet(run.path("sample_claims.parquet"), columns=["patient_id"])
     ids.drop_duplicates().to_parquet(run.path("sample_ids.parquet"), index=False)
     run.path("sample_claims.parquet").unlink()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from anonymizers.codesystems import CATEGORY_PATTERN
 from deid import append_only, history, validation
 from deid.secret import pseudonym_key
 
@@ -39,7 +40,7 @@ PARAMS = {
                    "description": "|A| of Definition 4 for ICD: the data's distinct codes "
                                   "(Table 3's |ICD|) or every ICD-9-CM code."},
     "lda_codes": {"type": "array", "items": {"type": "string",
-                                             "pattern": "^[0-9VE][0-9]{2,3}$"},
+                                             "pattern": CATEGORY_PATTERN},
                   "default": [], "title": "Codes in the trajectories (3-digit categories)",
                   "description": "Keep only these ICD-9 categories' codes; empty: all codes."},
     "successive_defence": {
@@ -58,8 +59,9 @@ def _pairs(run, params) -> pd.DataFrame:
         "patient_id", "code", "age_at_service"])
     categories = params.get("lda_codes") or []
     if categories:
-        prefix = claims["code"].str[:3].where(~claims["code"].str.startswith("E"),
-                                              claims["code"].str[:4])
+        from anonymizers.codesystems import category
+
+        prefix = category(claims["code"], params.get("code_system", "icd9cm"))
         claims = claims[prefix.isin(categories)]
     return claims.rename(columns={"age_at_service": "age"}).reset_index(drop=True)
 
@@ -70,7 +72,8 @@ def _lda(pairs: pd.DataFrame, params):
     return lda(pairs, LDAConfig(
         k=params["k"], w_icd=params["w_icd"], w_age=1 - params["w_icd"],
         alignment=params["alignment"], seed=params["seed"],
-        icd_domain=params.get("icd_domain", "data"), pseudonym_key=pseudonym_key()))
+        icd_domain=params.get("icd_domain", "data"), pseudonym_key=pseudonym_key(),
+        code_system=params.get("code_system", "icd9cm")))
 
 
 #: the utility figures reported beside the release without the defence
@@ -147,8 +150,8 @@ def verify(run, params) -> list[dict]:
     if append_only.staged(run) is not None and new.empty:
         return out
     return [verify_lda(pd.read_parquet(run.path("released.parquet")),
-                       pd.read_parquet(run.path("key.parquet")), new,
-                       params["k"]).as_dict(), *out]
+                       pd.read_parquet(run.path("key.parquet")), new, params["k"],
+                       code_system=params.get("code_system", "icd9cm")).as_dict(), *out]
 
 
 def history_inputs(run, params, key: bytes) -> dict:

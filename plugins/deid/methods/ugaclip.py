@@ -4,7 +4,8 @@ by at least k released records.
 
 Utility policies by name: the paper's (``pnas2010``, ``pnas2010-k5``, ...),
 with dots stripped to match the warehouse's undotted codes, or a
-hierarchy-based one (``icd9-level-1/2/3``, seed 001 Section 6.1).
+hierarchy-based one over the release's code system (``icd9-level-1/2/3``,
+``icd10-level-1/2/3``; seed 001 Section 6.1).
 
 Successive releases (issue 25): a release with published releases is
 append-only (``deid.append_only``): a run anonymizes only the patients not
@@ -24,7 +25,8 @@ from deid.secret import pseudonym_key
 
 TITLE = "UGACLIP (generalization and suppression)"
 POLICIES = ["none", "pnas2010", "pnas2010-k2", "pnas2010-k5", "pnas2010-k10", "pnas2010-k25",
-            "icd9-level-1", "icd9-level-2", "icd9-level-3"]
+            "icd9-level-1", "icd9-level-2", "icd9-level-3",
+            "icd10-level-1", "icd10-level-2", "icd10-level-3"]
 PARAMS = {
     "utility_policy": {"enum": POLICIES, "default": "icd9-level-2", "title": "Utility policy",
                        "description": "Which codes may be generalized (UGACLIP) or kept together "
@@ -40,9 +42,26 @@ PARAMS = {
 
 
 def check(params: dict) -> None:
-    """UGACLIP cannot run without a utility policy."""
+    """UGACLIP cannot run without a utility policy, nor with one over the
+    other code system's codes."""
     if params.get("utility_policy") in (None, "none"):
         raise ValueError("utility_policy: UGACLIP needs a utility policy (not 'none')")
+    policy_system(params["utility_policy"], params.get("code_system", "icd9cm"))
+
+
+def policy_system(name: str, code_system: str) -> int | None:
+    """The hierarchy level of policy ``name`` (None: a listed policy), after
+    checking that its codes are ``code_system``'s: ``icd9-level-N`` is over
+    ICD-9-CM, ``icd10-level-N`` over ICD-10-CM, the paper's lists
+    (``pnas2010*``) hold ICD-9-CM codes."""
+    system, _, level = name.partition("-level-")
+    system = {"icd9": "icd9cm", "icd10": "icd10cm"}.get(system, "icd9cm") if level \
+        else "icd9cm"
+    if system != code_system:
+        raise ValueError(f"utility_policy: {name} groups {system} codes; the release's claims "
+                         f"are {code_system}: name a level policy of their system "
+                         f"({code_system[:-2]}-level-1/2/3)")
+    return int(level) if level else None
 STEPS = ("generalize",)
 
 
@@ -51,11 +70,13 @@ def _records(run) -> pd.DataFrame:
             .drop_duplicates(ignore_index=True))
 
 
-def utility_policy(name: str, codes) -> object:
-    if name.startswith("icd9-level-"):
+def utility_policy(name: str, codes, code_system: str = "icd9cm") -> object:
+    """The utility policy ``name`` over ``codes`` of ``code_system``."""
+    level = policy_system(name, code_system)
+    if level is not None:
         from anonymizers.policies import hierarchy_policy
 
-        return hierarchy_policy(codes, int(name.rsplit("-", 1)[1]))
+        return hierarchy_policy(codes, level, code_system=code_system)
     from anonymizers.ugaclip import load_utility_policy
 
     return load_utility_policy(name, strip_dots=True)
@@ -67,12 +88,15 @@ def _visits(run) -> pd.DataFrame:
 
 
 def _anonymize(records: pd.DataFrame, constraints, params):
+    from anonymizers.hierarchy import for_system
     from anonymizers.ugaclip import UGACLIPConfig, ugaclip
 
+    system = params.get("code_system", "icd9cm")
     return ugaclip(records, constraints,
-                   utility_policy(params["utility_policy"], records["code"].unique()),
+                   utility_policy(params["utility_policy"], records["code"].unique(), system),
                    UGACLIPConfig(k=params["k"], seed=params["seed"],
-                                 pseudonym_key=pseudonym_key()))
+                                 pseudonym_key=pseudonym_key()),
+                   hierarchy=for_system(system))  # IL's semantic weights
 
 
 def _suppressed_share(result, records: pd.DataFrame) -> float:
