@@ -43,8 +43,8 @@ co-occurring:
   joint cluster's codes over records that hold nothing of their kind, and
   multi-code ICD-9 sections came out over-counted (on MEPS 2005 at k = 5,
   nearly all the excess of sections such as 360-379 was in joint
-  clusters).  Measured at k = 5 (14 draws): sections within 2.5% 80.8% ->
-  81.2%, W1 ARE 0.049 -> 0.045; weighting the association itself by the
+  clusters).  Measured at k = 5: sections within 2.5% 80.4% (12 draws) ->
+  81.2% (14 draws), W1 ARE 0.050 -> 0.044; weighting the association itself by the
   urn (not only its ties) was worse (sections 72-78%, W2 0.56).
 
 Ties (above all: no association known) are broken by the seeded generator,
