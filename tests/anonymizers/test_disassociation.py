@@ -480,3 +480,37 @@ def test_association_is_read_from_the_chunks_only():
     assoc = linking.association(release, vocab).toarray()
     assert assoc[vocab["a"], vocab["z"]] == pytest.approx(np.log(3 / 2))
     assert assoc[vocab["c"], vocab["z"]] == 0 and assoc[vocab["a"], vocab["a"]] == 0
+
+
+def test_refining_leaves_codes_on_one_record_of_each_cluster():
+    """'z' is on two records of each cluster (refining reveals its count);
+    'y' is on one record of each (3 >= k, but its count is exact without
+    refining): 'y' stays in the item chunks (refine module's reading)."""
+    sets = [s for c in "abc" for s in ([c, "z"], [c, "z", "y"], [c], [c])]
+    data = long(sets)
+    result = disassociate(data, DisassociationConfig(3, 2, max_cluster_size=5, seed=0,
+                                                     utility_policy=[[c] for c in "abc"]))
+    assert len(result.clusters) == 3
+    assert [s.codes for s in result.shared_chunks] == [("z",)]
+    assert all(c.item_chunk == ("y",) for c in result.clusters)
+    assert verify_disassociation(data, result.to_json()).ok
+    drawn = reconstruct(result.release, seed=0)
+    assert list(metrics.count(data, [("y",), ("z",)])) == \
+        list(metrics.count(drawn, [("y",), ("z",)]))
+
+
+def test_assignment_ties_weigh_records_by_the_codes_they_hold():
+    """No association known: a subrecord of 3 codes goes to the record
+    holding 9 codes (weight 10^3 against 1) nearly always, one of 0 codes
+    uniformly; an association step still outweighs any holding."""
+    held = np.array([0, 0, 9])
+    zeros = np.zeros((3, 1))
+    picks = [linking.best_assignment(zeros, np.random.default_rng(s), held, np.array([3]))[0]
+             for s in range(200)]
+    assert Counter(picks)[2] >= 195
+    picks = [linking.best_assignment(zeros, np.random.default_rng(s), np.zeros(3, dtype=int),
+                                     np.array([3]))[0] for s in range(300)]
+    assert min(Counter(picks).values()) >= 70
+    scored = np.array([[np.log(3 / 2)], [0.0], [0.0]])
+    assert all(linking.best_assignment(scored, np.random.default_rng(s), held,
+                                       np.array([3]))[0] == 0 for s in range(50))
