@@ -85,6 +85,7 @@ from anonymizers.errors import InputError
 from anonymizers.hierarchy import Hierarchy, icd9cm
 from anonymizers.io import check_no_nulls
 from anonymizers.records import Records, encode
+from anonymizers.ugaclip.exchange import exchange_pass
 from anonymizers.ugaclip.config import UGACLIPConfig, UGACLIPResult
 from anonymizers.ugaclip.loss import SemanticWeights, log_scores
 from anonymizers.ugaclip.policy import UtilityPolicy
@@ -164,7 +165,7 @@ class Run:
         self.dirty = np.zeros(len(present), dtype=bool)
         self.counts = {"outer_iterations": 0, "generalizations": 0,
                        "code_suppressions": 0, "constraint_suppressions": 0, "restored": 0,
-                       "reselections": 0}
+                       "reselections": 0, "exchanges": 0, "exchange_returned": 0}
         self.selected = np.zeros(len(present), dtype=bool)
         self.trace: list[tuple] = []  # (step, constraint or code indices), for tests and audits
 
@@ -181,6 +182,7 @@ class Run:
             self.trace.append(("select", p))
             self._satisfy(p)
         self._restore_pass()
+        exchange_pass(self)
 
     def _restore_pass(self) -> None:
         """Give back suppressed codes that no constraint needs suppressed
@@ -196,21 +198,41 @@ class Run:
         gone = np.flatnonzero(s.suppressed[:s.n_codes])
         n_constraints = np.diff(self.by_code.indptr)[gone]
         for c in gone[np.lexsort((gone, n_constraints))]:
-            ids = self.by_code[c].indices
-            members = self.util_members[self.util_of[c]]
-            open_members = members[~s.suppressed[members]]
-            targets = [int(m) for m in open_members[np.unique(s.rep[open_members],
-                                                              return_index=True)[1]]]
-            for into in targets + [None]:
-                item = s.restore(int(c), into)
-                support = s.supports(self.padded, self.lengths, ids)
-                if (self.vacuous[ids] | (support >= self.k)).all():
-                    self.support[ids] = support
-                    self.trace.append(("restore", int(c), into))
-                    self._changed(item, merged=True)
-                    self.counts["restored"] += 1
-                    break
-                s.suppress(int(c))
+            placed = self.try_restore(int(c))
+            if placed is not None:
+                self.commit_restore(int(c), *placed)
+
+    def try_restore(self, c: int):
+        """Put suppressed code c back into an item of its utility constraint
+        (the items in order of their first code, then an item of its own)
+        where every constraint holding c is then held by k records; return
+        (into, the new item's codes, the constraints' supports), or None with
+        c suppressed again.  Only the state changes: ``commit_restore``
+        records a kept return."""
+        s = self.state
+        ids = self.by_code[c].indices
+        for into in self.restore_targets(c) + [None]:
+            item = s.restore(c, into)
+            support = s.supports(self.padded, self.lengths, ids)
+            if (self.vacuous[ids] | (support >= self.k)).all():
+                return into, item, support
+            s.suppress(c)
+        return None
+
+    def restore_targets(self, c: int) -> list[int]:
+        """One code of each open item of c's utility constraint, by first code."""
+        s = self.state
+        members = self.util_members[self.util_of[c]]
+        open_members = members[~s.suppressed[members]]
+        return [int(m) for m in open_members[np.unique(s.rep[open_members],
+                                                       return_index=True)[1]]]
+
+    def commit_restore(self, c: int, into, item, support) -> None:
+        ids = self.by_code[c].indices
+        self.support[ids] = support
+        self.trace.append(("restore", c, into))
+        self._changed(item, merged=True)
+        self.counts["restored"] += 1
 
     def _satisfy(self, p: int) -> None:
         while not self._holds(p):
