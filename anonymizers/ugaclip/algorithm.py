@@ -170,6 +170,14 @@ class Run:
         self.trace: list[tuple] = []  # (step, constraint or code indices), for tests and audits
 
     def execute(self) -> None:
+        """Algorithm 2, then the restore pass, then exchanges (docstring)."""
+        self.algorithm2()
+        self._restore_pass()
+        exchange_pass(self)
+
+    def algorithm2(self) -> None:
+        """Lines 1-20: until every constraint holds, take up the one with
+        most support in D~ (``_satisfy``)."""
         while True:
             self._refresh()
             unsatisfied = ~self.satisfied
@@ -181,8 +189,6 @@ class Run:
             self.selected[p] = True
             self.trace.append(("select", p))
             self._satisfy(p)
-        self._restore_pass()
-        exchange_pass(self)
 
     def _restore_pass(self) -> None:
         """Give back suppressed codes that no constraint needs suppressed
