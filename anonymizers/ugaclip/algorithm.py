@@ -66,6 +66,19 @@ Readings of the text chosen here:
   records; giving a code back only grows one item, so no other constraint
   loses support, but it can let a code tried earlier come back: passes are
   repeated until one gives nothing back.  Measured in benchmarks/ugaclip.md.
+* *Exchanges* (after the restore pass; ``exchange``).  A suppressed code that
+  cannot come back alone is blocked by the constraints its return would leave
+  below k.  Where one open code x of those constraints (the only open code of
+  its constraint in its item) blocks two or more suppressed codes, x is
+  suppressed and they are given back, every constraint touched re-checked at
+  k; a move that gives back fewer than two is undone.  Same premise as the
+  restore pass (suppression only where generalization cannot satisfy the
+  policy, as little as possible): Algorithm 2's line 17 picks p's items
+  greedily, one constraint at a time, and an exchange corrects a pick that a
+  later constraint made costly.  Generalization is untouched (no item is
+  split or merged except by a code's return), so the release is still
+  "generalize within the utility constraints first, suppress only what
+  generalization cannot protect".
 * Suppression can shrink an item and so lower the support of a constraint
   satisfied earlier; the outer loop re-checks every constraint, so such a
   constraint is taken up again (counted as ``reselections``: the cascades).  Every pass of the outer loop merges two items
