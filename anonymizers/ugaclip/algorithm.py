@@ -99,6 +99,7 @@ from anonymizers.hierarchy import Hierarchy, icd9cm
 from anonymizers.io import check_no_nulls
 from anonymizers.records import Records, encode
 from anonymizers.ugaclip.exchange import exchange_pass
+from anonymizers.ugaclip.plan import suppression_plan
 from anonymizers.ugaclip.config import UGACLIPConfig, UGACLIPResult
 from anonymizers.ugaclip.loss import SemanticWeights, log_scores
 from anonymizers.ugaclip.policy import UtilityPolicy
@@ -107,18 +108,23 @@ from anonymizers.ugaclip.state import ItemState, popcount
 
 
 def ugaclip(df: pd.DataFrame, privacy_policy, utility_policy, config: UGACLIPConfig,
-            hierarchy: Hierarchy | None = None, source: str = "input") -> UGACLIPResult:
+            hierarchy: Hierarchy | None = None, source: str = "input",
+            plan_seconds: float = 0.0, plan=None) -> UGACLIPResult:
     """Anonymize ``df`` (columns ``patient_id, code``) with Algorithm 2.
 
     ``privacy_policy`` is a list of code lists (or a ``PPEResult``);
     ``utility_policy`` a ``UtilityPolicy`` or a list of disjoint code lists;
-    ``hierarchy`` gives the semantic weight (default: ICD-9-CM).
+    ``hierarchy`` gives the semantic weight (default: ICD-9-CM).  Line 17 may
+    be guided by a suppression plan (docstring, *Plan*): ``plan`` (codes) as
+    given, or computed in ``plan_seconds`` (0: no plan, Algorithm 2's own pick).
     """
-    return run_method(Run, df, privacy_policy, utility_policy, config, hierarchy, source)
+    return run_method(Run, df, privacy_policy, utility_policy, config, hierarchy, source,
+                      plan_seconds=plan_seconds, plan=plan)
 
 
 def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
-               hierarchy: Hierarchy | None, source: str) -> UGACLIPResult:
+               hierarchy: Hierarchy | None, source: str, plan_seconds: float = 0.0,
+               plan=None) -> UGACLIPResult:
     """Encode, run ``kind`` (``Run`` or a baseline of ``baselines``), build the
     release.  A release that would keep no code at all is refused: it would
     look like a success and carry nothing."""
@@ -128,6 +134,13 @@ def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
         utility_policy = UtilityPolicy.from_lists([list(u) for u in utility_policy])
     weights = SemanticWeights(records.codes, hierarchy or icd9cm(), config.unplaced_weight)
     run = kind(records, constraints, utility_policy, config.k, weights)
+    if plan_seconds > 0 and plan is None:
+        run.plan_info = suppression_plan(records, constraints, utility_policy.constraints,
+                                         config.k, plan_seconds)
+        plan = records.codes[run.plan_info["codes"]]
+    if plan is not None:
+        index = {c: i for i, c in enumerate(records.codes)}
+        run.plan[[index[c] for c in plan if c in index]] = True
     run.execute()
     if records.n_codes and run.state.suppressed[:records.n_codes].all():
         raise InputError(source, f"with k={config.k} every one of the {records.n_codes} codes "
@@ -180,6 +193,8 @@ class Run:
                        "code_suppressions": 0, "constraint_suppressions": 0, "restored": 0,
                        "reselections": 0, "exchanges": 0, "exchange_returned": 0}
         self.selected = np.zeros(len(present), dtype=bool)
+        self.plan = np.zeros(state.n_codes + 1, dtype=bool)  # line 17's guidance, if any
+        self.plan_info = None
         self.trace: list[tuple] = []  # (step, constraint or code indices), for tests and audits
 
     def execute(self) -> None:
@@ -274,8 +289,9 @@ class Run:
                 self.counts["constraint_suppressions"] += 1
 
     def _items_to_drop(self, p: int) -> np.ndarray:
-        """Line 17 ("suppress p"), one item of p at a time: p's open codes in
-        the item whose codes lie, on average, in the most unprotected
+        """Line 17 ("suppress p"), one item of p at a time: with a plan, an
+        item with fewest of p's open codes outside the plan first; then p's
+        open codes in the item whose codes lie, on average, in the most unprotected
         constraints (flags as of this selection of p), so that one
         suppression serves as many constraints as it can, the count Xu et
         al.'s suppression uses; ties: the item whose removal leaves the most
@@ -298,7 +314,10 @@ class Run:
         suffix = np.bitwise_and.accumulate(bits[::-1], axis=0)[::-1]
         ones = np.full((1, bits.shape[1]), ~np.uint64(0), dtype=np.uint64)
         rest = np.vstack([ones, prefix[:-1]]) & np.vstack([suffix[1:], ones])
-        best = np.lexsort((reps, s.item_support[reps], -popcount(rest), -shared))[0]
+        outside = np.zeros(len(reps))
+        if self.plan.any():
+            outside = np.bincount(inverse, weights=~self.plan[codes], minlength=len(reps))
+        best = np.lexsort((reps, s.item_support[reps], -popcount(rest), -shared, outside))[0]
         return codes[inverse == best]
 
     def _open_codes(self, p: int) -> np.ndarray:
