@@ -18,10 +18,12 @@ holding it.  The restore pass and exchanges follow as without a plan.
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
-from anonymizers.ugaclip.bound import (Problem, _drop_columns, _GroupBits, build_problem,
-                                       relaxed_min_suppression)
+from anonymizers.ugaclip.bound import (Problem, _CodeBits, _drop_columns, _group_members,
+                                       _GroupBits, build_problem, relaxed_min_suppression)
 
 ROUND_SECONDS = 20.0  # per covering MILP round, as the benchmark's bound (ugaclip.md)
 
@@ -44,27 +46,71 @@ def suppression_plan(records, constraints, utility_groups, k: int, seconds: floa
 
 
 def repair(problem: Problem, chosen: np.ndarray) -> np.ndarray:
-    """Grow ``chosen`` until it is feasible (``bound.feasible``): for each
-    constraint p the shrunk model leaves unprotected, suppress p's codes in
-    one group T_p still touches: the group with fewest such codes (ties: the
-    one whose loss leaves most records holding the rest of T_p, then the lower
-    id).  Repeated until nothing fails; suppressing every constrained code is
-    feasible, so this ends."""
+    """Grow ``chosen`` until it is feasible (``bound.feasible``).  Constraints
+    are checked in turn against the shrunk model (holders of g \\ S); a
+    constraint p left unprotected loses p's codes in one group T_p still
+    touches: the group with fewest such codes (ties: the one whose loss leaves
+    most records holding the rest of T_p, then the lower id).  That group's
+    holders shrink, so the constraints touching it are checked again; each
+    step suppresses a code, and suppressing every constrained code is
+    feasible, so this ends.  Then codes whose return keeps S feasible are
+    given back (``_trim``)."""
     s = chosen.copy()
     group, k = problem.group, problem.k
-    while True:
-        gb = _GroupBits(_drop_columns(problem.matrix, s), group)
-        failing = 0
-        for p in problem.constraints:
-            p = np.asarray(p)
-            left = p[~s[p]]
-            kept = sorted({int(g) for g in group[left]})
-            if not kept or gb.support(kept) >= k:
+    codes = _CodeBits(problem.matrix)
+    members = _group_members(group)
+    gb = _GroupBits(_drop_columns(problem.matrix, s), group)
+    cons = [np.asarray(p) for p in problem.constraints]
+    touching: dict[int, list] = {}
+    for pid, p in enumerate(cons):
+        for g in set(group[p].tolist()):
+            touching.setdefault(g, []).append(pid)
+    queue, queued = deque(range(len(cons))), np.ones(len(cons), dtype=bool)
+    while queue:
+        pid = queue.popleft()
+        queued[pid] = False
+        p = cons[pid]
+        if _held(p, s, group, gb, k):
+            continue
+        left = p[~s[p]]
+        kept = sorted(set(group[left].tolist()))
+        g = _cheapest(left, kept, group, gb)
+        s[left[group[left] == g]] = True
+        gb.bits[g] = codes.union(members[g][~s[members[g]]])
+        for other in touching[g] + [pid]:
+            if not queued[other]:
+                queued[other] = True
+                queue.append(other)
+    _trim(s, cons, group, gb, codes, k)
+    return s
+
+
+def _trim(s, cons, group, gb: _GroupBits, codes: _CodeBits, k: int) -> None:
+    """Give back codes of S whose return keeps S feasible, those in fewest
+    constraints first, pass after pass: a return only enlarges its group's
+    holders, so only the constraints holding the code can fail."""
+    holding: dict[int, list] = {}
+    for pid, p in enumerate(cons):
+        for c in p.tolist():
+            holding.setdefault(c, []).append(pid)
+    changed = True
+    while changed:
+        changed = False
+        for c in sorted(np.flatnonzero(s).tolist(), key=lambda c: (len(holding.get(c, ())), c)):
+            g = int(group[c])
+            before = gb.bits[g].copy()
+            s[c] = False
+            gb.bits[g] |= codes.bits[c]
+            if all(_held(cons[pid], s, group, gb, k) for pid in holding.get(c, ())):
+                changed = True
                 continue
-            failing += 1
-            s[left[group[left] == _cheapest(left, kept, group, gb)]] = True
-        if not failing:
-            return s
+            s[c] = True
+            gb.bits[g] = before
+
+
+def _held(p: np.ndarray, s, group, gb: _GroupBits, k: int) -> bool:
+    kept = sorted(set(group[p[~s[p]]].tolist()))
+    return not kept or gb.support(kept) >= k
 
 
 def _cheapest(left: np.ndarray, kept: list, group: np.ndarray, gb: _GroupBits) -> int:
