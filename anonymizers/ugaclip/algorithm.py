@@ -79,6 +79,15 @@ Readings of the text chosen here:
   split or merged except by a code's return), so the release is still
   "generalize within the utility constraints first, suppress only what
   generalization cannot protect".
+* *Plan* (optional, ``plan`` / ``plan_seconds`` of ``ugaclip``; off by
+  default).  Line 17 does not say which of p's items to suppress; with a plan
+  (a suppressed set feasible for the group-generalized model, from the
+  bound's MILP: ``plan``) the item with fewest of p's open codes outside the
+  plan goes first, the rule above breaking ties.  Generalization and line 12
+  are unchanged and no code is suppressed before generalization fails, so it
+  is still Algorithm 2.  Measured in benchmarks/ugaclip.md: the exact
+  optimum on the 12-beneficiary sample, no gain in distinct codes on the full
+  data (the plan there is not good enough), far fewer occurrences.
 * Suppression can shrink an item and so lower the support of a constraint
   satisfied earlier; the outer loop re-checks every constraint, so such a
   constraint is taken up again (counted as ``reselections``: the cascades).  Every pass of the outer loop merges two items
