@@ -134,7 +134,9 @@ def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
     policy and satisfying the privacy policy; ``optimal`` says whether it is
     the exact optimum of the model solved (with ``shrink``: of the exact
     problem itself, since a set S that violates no cut of either kind is
-    feasible); ``suppressed`` is the optimal S when ``optimal``."""
+    feasible); ``suppressed`` is the optimal S when ``optimal``;
+    ``incumbent`` the last round's solution (a set of codes meeting the cuts
+    so far, not necessarily feasible: ``plan`` repairs it)."""
     t0 = time.perf_counter()
     k, group = problem.k, problem.group
     gb = _GroupBits(problem.matrix, group)
@@ -167,7 +169,8 @@ def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
     return {"bound": int(best), "optimal": optimal, "rounds": rounds, "cuts": len(cuts),
             "seconds": round(time.perf_counter() - t0, 3), "shrink_cuts": shrink,
             "history": history, "relaxed": relaxed,
-            "suppressed": np.flatnonzero(chosen).tolist() if optimal else None}
+            "suppressed": np.flatnonzero(chosen).tolist() if optimal else None,
+            "incumbent": np.flatnonzero(chosen).tolist()}
 
 
 def _parts(p: list, group: np.ndarray) -> dict:

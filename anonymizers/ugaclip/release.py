@@ -45,6 +45,7 @@ def build_result(records: Records, run, utility, config: UGACLIPConfig,
         "unplaced_codes": weights.unplaced,
         "unplaced_weight": weights.fallback,
         "steps": dict(run.counts),
+        "plan": _plan_report(run),
     }
     mapping = pd.DataFrame({"code": codes.astype(str), "item": item_of})
     return UGACLIPResult(config.k, items, sorted(codes[item_of < 0].tolist()), mapping,
@@ -61,3 +62,12 @@ def released_matrix(records: Records, item_of: np.ndarray, n_items: int):
     mat.sum_duplicates()
     mat.data[:] = 1
     return mat
+
+
+def _plan_report(run) -> dict | None:
+    """What guided line 17: the computed plan's figures (its codes left out),
+    or the size of a plan given; None without a plan."""
+    if run.plan_info is not None:
+        return {k: v for k, v in run.plan_info.items() if k != "codes"}
+    n = int(run.plan[:run.state.n_codes].sum()) if hasattr(run, "plan") else 0
+    return {"given": n} if n else None

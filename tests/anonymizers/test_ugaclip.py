@@ -110,7 +110,8 @@ def test_constraint_suppressed_when_generalization_cannot_help():
     m = result.metrics
     assert (m["suppressed_codes"], m["suppressed_occurrences"]) == (1, 1)
     assert m["steps"] == {"outer_iterations": 1, "generalizations": 3, "code_suppressions": 0,
-                          "constraint_suppressions": 1, "restored": 0, "reselections": 0}
+                          "constraint_suppressions": 1, "restored": 0, "reselections": 0,
+                          "exchanges": 0, "exchange_returned": 0}
     assert m["privacy_constraints"]["partly_suppressed"] == 1
     assert m["utility_constraints"]["n_satisfied"] == 1
     # {a2,a3} after a1 left: LCA A, w = 3/5, support 2 of 5
@@ -332,3 +333,23 @@ def test_restore_gives_back_a_code_no_constraint_needs_suppressed():
     assert trace[-3:] == [("suppress", 2), ("restore", 3, None), ("restore", 2, 3)]
     assert result.items == [("a2", "a3"), ("b1", "b2")] and result.suppressed == ["d1"]
     assert result.metrics["steps"]["restored"] == 2
+
+
+def test_exchange_suppresses_one_code_to_give_back_two():
+    # k=2, utility {a1,a2,a3}, {b1,b2}, {c1,c2}, {d1}; P = [{a2,a3,c1}].
+    # a2+a3, then +a1 (held by P3, P4); c1+c2 (P1, P2, P4): together P4 only.
+    # Line 17: both items lie in the one unprotected constraint; dropping the
+    # a-item leaves {c1,c2} with 3 records, dropping the c-item leaves 2, so
+    # a2 and a3 go.  Restore: neither comes back ({a1,a2} with {c1,c2}: P4
+    # only).  Exchange: c1 blocks both returns; suppressing c1 (p's only code
+    # in its item; {c2} is held by P2 alone but no constraint holds c2) lets
+    # a2 and a3 back into {a1}, held by P3, P4: 1 code suppressed, not 2.
+    records = [["c1"], ["b1", "c2"], ["a1", "b1"], ["a2", "a3", "c1"], ["b1", "b2", "d1"]]
+    utility = [["a1", "a2", "a3"], ["b1", "b2"], ["c1", "c2"], ["d1"]]
+    result, trace = run(records, [["a2", "a3", "c1"]], utility, 2)
+    assert trace[-3:] == [("suppress-constraint", 1), ("suppress-constraint", 2),
+                          ("exchange", 5, [1, 2])]
+    assert result.items == [("a1", "a2", "a3"), ("b1",), ("b2",), ("c2",), ("d1",)]
+    assert result.suppressed == ["c1"]
+    steps = result.metrics["steps"]
+    assert (steps["exchanges"], steps["exchange_returned"], steps["restored"]) == (1, 2, 0)

@@ -19,6 +19,7 @@ from anonymizers.ugaclip.bound import (brute_force_min_suppression, build_proble
                                        exact_min_suppression, feasible,
                                        relaxed_min_suppression)
 from anonymizers.ugaclip.codes import dotted, place
+from anonymizers.ugaclip.plan import repair, suppression_plan
 from anonymizers.verify.ugaclip import verify_release
 
 CODES = ["a1", "a2", "a3", "b1", "b2", "c1", "c2", "d1"]
@@ -130,3 +131,48 @@ def test_undotted_codes_get_a_real_weight_and_il_is_never_a_false_zero():
     assert row["item"] == ["25000", "25001"] and 0 < row["weight"] < 1
     assert row["il"] is None and m["il_total"] is None
     assert np.isfinite(m["il_log10_total"]) and m["il_log10_total"] < -300
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(record, min_size=3, max_size=9), st.integers(2, 3), st.data())
+def test_plan_repair_and_planned_ugaclip(recs, k, data):
+    """``plan.repair`` turns any set into a feasible one, never below the
+    exact minimum; a feasible set only loses codes (the trim), a minimum one
+    is left alone; UGACLIP guided by any plan passes the verifier and counts
+    the plan in its metrics."""
+    df, policy, problem = problem_of(recs, k)
+    codes = sorted({c for p in problem.constraints for c in p})
+    start = np.zeros(problem.matrix.shape[1], dtype=bool)
+    start[data.draw(st.lists(st.sampled_from(codes), unique=True), label="start")
+          if codes else []] = True
+    grown = repair(problem, start)
+    assert feasible(problem, np.flatnonzero(grown))
+    if feasible(problem, np.flatnonzero(start)):
+        assert (grown <= start).all()
+    assert grown.sum() >= brute_force_min_suppression(problem)
+    best = relaxed_min_suppression(problem, time_limit=30, shrink=True)["suppressed"]
+    optimum = np.zeros_like(start)
+    optimum[best] = True
+    assert (repair(problem, optimum) == optimum).all()
+    names = encode(df).codes
+    for plan in (names[grown].tolist(), names[best].tolist()):
+        try:
+            result = ugaclip(df, policy, GROUPS, UGACLIPConfig(k, re_queries=0),
+                             hierarchy=icd9cm(), plan=plan)
+        except Exception as exc:  # refused: it would suppress every code
+            assert "would hold nothing" in str(exc)
+            continue
+        assert verify_release(df, result.to_dict(), policy, k).ok
+        assert result.metrics["plan"] == {"given": len(plan)} or not plan
+
+
+def test_suppression_plan_on_the_hand_case():
+    # the hand case above with one group per code: the only minimum, {a1, a2, b2},
+    # is found and is feasible; the bound is 3.
+    recs = [{"a1", "b1"}, {"a2", "b2"}, {"a3"}, {"b1"}]
+    enc = encode(to_df(recs))
+    groups = [[c] for c in ["a1", "a2", "a3", "b1", "b2"]]
+    plan = suppression_plan(enc, [["a1", "b1"], ["a2", "b2"]], groups, 2, seconds=10)
+    assert plan["bound"] == plan["repaired"] == 3 and plan["bound_optimal"]
+    problem = build_problem(enc, [["a1", "b1"], ["a2", "b2"]], groups, 2)
+    assert feasible(problem, plan["codes"])

@@ -13,6 +13,11 @@ from anonymizers.errors import InputError
 from anonymizers.hierarchy import icd9cm
 from anonymizers.ppe import PPEConfig, extract_policy
 from anonymizers.ugaclip import UGACLIPConfig, ugaclip
+from anonymizers.records import encode
+from anonymizers.ugaclip.algorithm import Run
+from anonymizers.ugaclip.exchange import exchange_pass
+from anonymizers.ugaclip.loss import SemanticWeights
+from anonymizers.ugaclip.policy import UtilityPolicy
 from anonymizers.verify.ugaclip import verify_release
 
 CODES = ["-1", "V15.4", "E950", "10292", "401", "4011", "493.00", "493.01", "493.02", "250",
@@ -188,3 +193,38 @@ def test_no_suppressed_code_could_be_given_back(recs, k, assignment):
             if target is None:
                 grown.append((c,))
             assert not verify_release(df, rewrite(df, grown, rest), policy, k).ok, (c, target)
+
+
+@given(records, st.integers(2, 5), groups, extra)
+def test_exchanges_never_add_suppressions_and_keep_every_constraint(recs, k, assignment, more):
+    """The exchange pass (suppress one code, give back two) after the restore
+    pass: never more suppressed codes than before it, every kept exchange gave
+    back at least two codes, and every non-vacuous constraint is held by k
+    records or fully suppressed, as an independent count over the records finds."""
+    df = to_df(recs)
+    policy = [list(c) for c in extract_policy(df, PPEConfig(k)).constraints]
+    policy += [sorted(c) for c in more]
+    enc = encode(df)
+    run = Run(enc, policy, UtilityPolicy.from_lists(utility(assignment)), k,
+              SemanticWeights(enc.codes, icd9cm()))
+    run.algorithm2()
+    run._restore_pass()
+    before = int(run.state.suppressed[:run.state.n_codes].sum())
+    exchange_pass(run)
+    after = int(run.state.suppressed[:run.state.n_codes].sum())
+    assert after <= before
+    exchanges = [t for t in run.trace if t[0] == "exchange"]
+    assert all(len(back) >= 2 for _, _, back in exchanges)
+    assert run.counts["exchanges"] == len(exchanges)
+    if exchanges:
+        assert after < before
+    s, codes = run.state, list(enc.codes)
+    holders = {c: {n for n, r in enumerate(recs) if c in r} for c in codes}
+    for p in policy:
+        if any(c not in holders for c in p) or not any(set(p) <= r for r in recs):
+            continue
+        left = [codes.index(c) for c in set(p) if not s.suppressed[codes.index(c)]]
+        items = {int(s.rep[c]) for c in left}
+        matching = set.intersection(*({n for m in s.members[r] for n in holders[codes[m]]}
+                                      for r in items)) if items else set(range(len(recs)))
+        assert not left or len(matching) >= k, (p, left)

@@ -1,0 +1,105 @@
+"""Exchanges after UGACLIP's restore pass: suppress one code, give back two.
+
+Not a line of Algorithm 2 (Loukides et al., PNAS 2010, SI).  The SI's
+premise is that suppression is used "only when using generalization would
+violate the specified privacy policy" and that it is small (Fig. S1); the
+restore pass (``algorithm``, *Restore*) gives back every code that can come
+back alone.  A suppressed code c that cannot come back is *blocked*: some
+constraint p holding c is then held by fewer than k records.  Suppressing
+an open code x of p whose item holds no other open code of p takes that item
+out of p, so p may then hold; when one such x unblocks two or more codes,
+suppressing x and giving them back lowers the number of suppressed codes.
+
+Every move is exact: x's suppression is kept only if every constraint holding
+a code of x's item is still held by k records (or fully suppressed), and each
+code comes back only if every constraint holding it is then held by k records
+(``Run.try_restore``, the restore pass's own check); a move that does not give
+back at least two codes is undone, so the count of suppressed codes only
+falls.  The release is checked by the unchanged verifier as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAX_BLOCKING = 3  # a return blocked by more constraints than this is not tried
+
+
+def exchange_pass(run) -> None:
+    """Rounds of exchanges, each followed by the restore pass, until a round
+    keeps none.  ``run`` is an ``algorithm.Run`` after ``execute``'s restore."""
+    while True:
+        plan = _candidates(run)
+        kept = 0
+        for x in sorted(plan, key=lambda x: (-len(plan[x]), x)):
+            if len(plan[x]) >= 2 and not run.state.suppressed[x]:
+                kept += _try_exchange(run, x, sorted(plan[x]))
+        if not kept:
+            return
+        run._restore_pass()
+
+
+def _candidates(run) -> dict[int, set]:
+    """x -> suppressed codes whose return x's suppression may unblock.  For
+    each suppressed c and each place it could go, the constraints that would
+    then fail; x must lie in every one of them (at most ``MAX_BLOCKING``) as
+    the only open code of p in its item."""
+    s = run.state
+    plan: dict[int, set] = {}
+    for c in np.flatnonzero(s.suppressed[:s.n_codes]).tolist():
+        ids = run.by_code[c].indices
+        for into in run.restore_targets(c) + [None]:
+            s.restore(c, into)
+            support = s.supports(run.padded, run.lengths, ids)
+            failing = ids[~run.vacuous[ids] & (support < run.k)]
+            if 0 < len(failing) <= MAX_BLOCKING:
+                for x in set.intersection(*(_helpers(run, p, c) for p in failing)):
+                    plan.setdefault(x, set()).add(c)
+            s.suppress(c)
+    return plan
+
+
+def _helpers(run, p: int, c: int) -> set:
+    """Open codes of p, other than c, alone among p's open codes in their item."""
+    codes = run._open_codes(p)
+    reps, counts = np.unique(run.state.rep[codes], return_counts=True)
+    alone = set(reps[counts == 1].tolist())
+    return {int(x) for x in codes if x != c and int(run.state.rep[x]) in alone}
+
+
+def _try_exchange(run, x: int, blocked: list) -> int:
+    """Suppress x, give back what comes back of ``blocked``; keep the move
+    (1) if at least two codes came back, else undo it (0)."""
+    s = run.state
+    old_item = s.suppress(x)
+    rest = [m for m in old_item if m != x]
+    ids = np.unique(run.by_code[np.asarray(old_item)].indices)
+    if not _all_hold(run, ids):
+        s.restore(x, rest[0] if rest else None)
+        return 0
+    back = []
+    for c in blocked:
+        if s.suppressed[c]:
+            placed = run.try_restore(c)
+            if placed is not None:
+                back.append((c, placed))
+    if len(back) < 2:
+        for c, _ in reversed(back):
+            s.suppress(c)
+        s.restore(x, rest[0] if rest else None)
+        return 0
+    run.trace.append(("exchange", x, [c for c, _ in back]))
+    run._changed(old_item, merged=False)
+    for c, (into, item, support) in back:
+        run._changed(item, merged=True)
+    run.counts["exchanges"] += 1
+    run.counts["exchange_returned"] += len(back)
+    run._refresh()
+    return 1
+
+
+def _all_hold(run, ids: np.ndarray) -> bool:
+    s = run.state
+    support = s.supports(run.padded, run.lengths, ids)
+    n_open = (~s.suppressed[run.padded[ids]]).sum(axis=1)
+    return bool((run.vacuous[ids] | (n_open == 0) | (support >= run.k)).all())

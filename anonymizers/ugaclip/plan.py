@@ -1,0 +1,120 @@
+"""A global suppression plan for UGACLIP's line 17 (Loukides et al., PNAS
+2010, SI Algorithm 2, "suppress p").
+
+Line 17 says to suppress p but not which of p's items, and Algorithm 2 meets
+the constraints one at a time, so a greedy pick that suits p can cost more
+codes later (the cascades counted as ``reselections``).  A *plan* is a
+suppressed set S that is feasible for the group-generalized model of
+``bound`` (every utility group keeps its unsuppressed codes in one item, and
+every constraint is then held by k records or fully suppressed), found by the
+bound's covering MILP (its last incumbent, fewest codes under the cuts so
+far) and repaired greedily with the exact check (``repair``).  Algorithm 2
+then runs unchanged (generalization first, line 12 as before) except that
+line 17 drops, among p's items, one whose codes lie in the plan first
+(``Run(plan=...)``); a plan is guidance, never a pre-suppression: a code of
+the plan is suppressed only when generalization cannot protect a constraint
+holding it.  The restore pass and exchanges follow as without a plan.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from anonymizers.ugaclip.bound import (Problem, _CodeBits, _drop_columns, _group_members,
+                                       _GroupBits, build_problem, relaxed_min_suppression)
+
+ROUND_SECONDS = 20.0  # per covering MILP round, as the benchmark's bound (ugaclip.md)
+
+
+def suppression_plan(records, constraints, utility_groups, k: int, seconds: float) -> dict:
+    """The plan (code indices of ``records``) from ``seconds`` of the bound's
+    cutting-plane loop, repaired to feasibility; also the bound it proved
+    (``bound``, a valid lower bound on any release's suppressed codes) and
+    the sizes before and after repair."""
+    problem = build_problem(records, constraints, utility_groups, k)
+    run = relaxed_min_suppression(problem, time_limit=seconds, shrink=True,
+                                  round_limit=min(ROUND_SECONDS, seconds))
+    chosen = np.zeros(problem.matrix.shape[1], dtype=bool)
+    chosen[run["incumbent"]] = True
+    before = int(chosen.sum())
+    plan = repair(problem, chosen)
+    return {"codes": np.flatnonzero(plan).tolist(), "bound": run["bound"],
+            "incumbent": before, "repaired": int(plan.sum()), "rounds": run["rounds"],
+            "bound_optimal": run["optimal"]}
+
+
+def repair(problem: Problem, chosen: np.ndarray) -> np.ndarray:
+    """Grow ``chosen`` until it is feasible (``bound.feasible``).  Constraints
+    are checked in turn against the shrunk model (holders of g \\ S); a
+    constraint p left unprotected loses p's codes in one group T_p still
+    touches: the group with fewest such codes (ties: the one whose loss leaves
+    most records holding the rest of T_p, then the lower id).  That group's
+    holders shrink, so the constraints touching it are checked again; each
+    step suppresses a code, and suppressing every constrained code is
+    feasible, so this ends.  Then codes whose return keeps S feasible are
+    given back (``_trim``)."""
+    s = chosen.copy()
+    group, k = problem.group, problem.k
+    codes = _CodeBits(problem.matrix)
+    members = _group_members(group)
+    gb = _GroupBits(_drop_columns(problem.matrix, s), group)
+    cons = [np.asarray(p) for p in problem.constraints]
+    touching: dict[int, list] = {}
+    for pid, p in enumerate(cons):
+        for g in set(group[p].tolist()):
+            touching.setdefault(g, []).append(pid)
+    queue, queued = deque(range(len(cons))), np.ones(len(cons), dtype=bool)
+    while queue:
+        pid = queue.popleft()
+        queued[pid] = False
+        p = cons[pid]
+        if _held(p, s, group, gb, k):
+            continue
+        left = p[~s[p]]
+        kept = sorted(set(group[left].tolist()))
+        g = _cheapest(left, kept, group, gb)
+        s[left[group[left] == g]] = True
+        gb.bits[g] = codes.union(members[g][~s[members[g]]])
+        for other in touching[g] + [pid]:
+            if not queued[other]:
+                queued[other] = True
+                queue.append(other)
+    _trim(s, cons, group, gb, codes, k)
+    return s
+
+
+def _trim(s, cons, group, gb: _GroupBits, codes: _CodeBits, k: int) -> None:
+    """Give back codes of S whose return keeps S feasible, those in fewest
+    constraints first, pass after pass: a return only enlarges its group's
+    holders, so only the constraints holding the code can fail."""
+    holding: dict[int, list] = {}
+    for pid, p in enumerate(cons):
+        for c in p.tolist():
+            holding.setdefault(c, []).append(pid)
+    changed = True
+    while changed:
+        changed = False
+        for c in sorted(np.flatnonzero(s).tolist(), key=lambda c: (len(holding.get(c, ())), c)):
+            g = int(group[c])
+            before = gb.bits[g].copy()
+            s[c] = False
+            gb.bits[g] |= codes.bits[c]
+            if all(_held(cons[pid], s, group, gb, k) for pid in holding.get(c, ())):
+                changed = True
+                continue
+            s[c] = True
+            gb.bits[g] = before
+
+
+def _held(p: np.ndarray, s, group, gb: _GroupBits, k: int) -> bool:
+    kept = sorted(set(group[p[~s[p]]].tolist()))
+    return not kept or gb.support(kept) >= k
+
+
+def _cheapest(left: np.ndarray, kept: list, group: np.ndarray, gb: _GroupBits) -> int:
+    def key(g):
+        rest = [h for h in kept if h != g]
+        return (int((group[left] == g).sum()), -(gb.support(rest) if rest else 1 << 30), g)
+    return min(kept, key=key)
