@@ -50,6 +50,7 @@ hierarchy- and similarity-based policies; ``unplaced_codes`` lists them.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -95,6 +96,23 @@ def _check_level(level) -> int:
         raise ParameterError("level", f"must be 1 (3-digit code), 2 (section) or 3 "
                              f"(chapter); got {level!r}")
     return int(level)
+
+
+_LEVEL_NAME = re.compile(r"(icd9|icd10)-level-([123])")
+
+
+def level_of(name: str, code_system: str = "icd9cm") -> int | None:
+    """The level of a hierarchy policy named ``icd9-level-N`` or
+    ``icd10-level-N`` (None for any other name), refused when it groups the
+    other code system's codes than ``code_system``'s."""
+    match = _LEVEL_NAME.fullmatch(name)
+    if match is None:
+        return None
+    system = match[1] + "cm"
+    if system != code_system:
+        raise ParameterError("utility_policy", f"{name} groups {system} codes; the data's are "
+                             f"{code_system}: use {code_system[:-2]}-level-{match[2]}")
+    return int(match[2])
 
 
 def hierarchy_policy(codes: Iterable[str], level: int, hierarchy=None,

@@ -14,24 +14,39 @@ from __future__ import annotations
 import json
 import sys
 
-from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
+from anonymizers.cli.options import (
+    add_config_options,
+    add_verify_option,
+    config_from_args,
+)
 from anonymizers.disassociation import DisassociationConfig, TooFewRecords, disassociate
-from anonymizers.io import read_table, write_json
-from anonymizers.policies import load_policy
+from anonymizers.io import (
+    CODE_VERSION,
+    add_code_system_arguments,
+    clean_codes,
+    read_table,
+    write_json,
+)
+from anonymizers.policies import hierarchy_policy, level_of, load_policy
 
 
 def add_arguments(parser) -> None:
     add_config_options(parser, DisassociationConfig)
-    parser.add_argument("--utility-policy", metavar="JSON",
-                        help='utility constraints, JSON [["code", ...], ...]')
+    parser.add_argument("--utility-policy", metavar="JSON|LEVEL",
+                        help='utility constraints, JSON [["code", ...], ...], or a hierarchy '
+                             'level of the code system (icd9-level-1/2/3, icd10-level-1/2/3)')
     parser.add_argument("--input", required=True, help="CSV with columns patient_id,code")
     parser.add_argument("--output", required=True, help="JSON file to write")
     add_verify_option(parser)
+    add_code_system_arguments(parser)
 
 
 def run(args) -> int:
-    records = read_table(args.input, ["patient_id", "code"])
-    policy = load_policy(args.utility_policy) if args.utility_policy else None
+    clean = clean_codes(read_table(args.input, ["patient_id", "code"], [CODE_VERSION]),
+                        str(args.input), args.code_system, args.drop_unknown, args.mixed,
+                        args.gem, keep_spelling=True)
+    records = clean.table
+    policy = _utility_policy(args.utility_policy, records["code"].unique(), args.code_system)
     config = config_from_args(DisassociationConfig, args, utility_policy=policy)
     try:
         result = disassociate(records, config)
@@ -47,5 +62,14 @@ def run(args) -> int:
         if not verdict.ok:
             return 1
     write_json(result.to_json(), args.output)
-    print(json.dumps({**result.metrics, "seed": config.seed}))
+    print(json.dumps({**result.metrics, "seed": config.seed, **clean.metrics(args.code_system)}))
     return 0
+
+
+def _utility_policy(name: str | None, codes, code_system: str):
+    """None, a hierarchy level over ``codes``, or a JSON file's constraints."""
+    if not name:
+        return None
+    level = level_of(name, code_system)
+    return load_policy(name) if level is None else \
+        hierarchy_policy(codes, level, code_system=code_system)

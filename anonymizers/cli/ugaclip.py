@@ -11,9 +11,22 @@ from __future__ import annotations
 
 import sys
 
-from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
+from anonymizers.cli.options import (
+    add_config_options,
+    add_verify_option,
+    config_from_args,
+)
 from anonymizers.errors import ParameterError
-from anonymizers.io import read_json, read_table, write_json
+from anonymizers.hierarchy import for_system
+from anonymizers.io import (
+    CODE_VERSION,
+    add_code_system_arguments,
+    clean_codes,
+    read_json,
+    read_table,
+    write_json,
+)
+from anonymizers.policies import hierarchy_policy, level_of
 from anonymizers.ppe import policy_from_dict
 from anonymizers.ugaclip import UGACLIPConfig, load_utility_policy, ugaclip
 from anonymizers.ugaclip.policy import bundled
@@ -24,12 +37,15 @@ def add_arguments(parser) -> None:
     add_config_options(parser, UGACLIPConfig)
     parser.add_argument("--privacy-policy", required=True, help="policy JSON from `ppe`")
     parser.add_argument("--utility-policy", required=True,
-                        help=f"JSON file, or one of: {', '.join(bundled())}")
+                        help="JSON file, a hierarchy level of the code system "
+                             "(icd9-level-1/2/3, icd10-level-1/2/3), or one of: "
+                             f"{', '.join(bundled())} (ICD-9-CM lists)")
     parser.add_argument("--strip-dots", action="store_true",
                         help="remove dots from the utility policy's codes (493.00 -> 49300)")
     parser.add_argument("--input", required=True, help="CSV: patient_id,code")
     parser.add_argument("--output", required=True, help="release JSON to write")
     add_verify_option(parser)
+    add_code_system_arguments(parser)
 
 
 def run(args) -> int:
@@ -39,11 +55,15 @@ def run(args) -> int:
         raise ParameterError("k", f"the privacy policy was extracted with k={policy.k}, so it "
                              f"does not list combinations held by {policy.k}..{config.k - 1} "
                              f"patients; run ppe with --k {config.k}")
-    utility = load_utility_policy(args.utility_policy, strip_dots=args.strip_dots)
-    df = read_table(args.input, ["patient_id", "code"])
-    result = ugaclip(df, policy.constraints, utility, config, source=str(args.input))
+    clean = clean_codes(read_table(args.input, ["patient_id", "code"], [CODE_VERSION]),
+                        str(args.input), args.code_system, args.drop_unknown, args.mixed,
+                        args.gem, keep_spelling=True)
+    df = clean.table
+    utility = _utility_policy(args, df["code"].unique())
+    result = ugaclip(df, policy.constraints, utility, config, source=str(args.input),
+                     hierarchy=for_system(args.code_system))
     release = result.to_dict()
-    release["metrics"]["seed"] = config.seed
+    release["metrics"].update(seed=config.seed, **clean.metrics(args.code_system))
     if args.verify:
         verdict = verify_release(df, release, policy.constraints, config.k)
         if not verdict.ok:
@@ -57,3 +77,22 @@ def run(args) -> int:
           f"{m['utility_constraints']['n_satisfied']}/{m['utility_constraints']['n_present']} "
           f"utility constraints satisfied -> {args.output}")
     return 0
+
+
+def _utility_policy(args, codes):
+    """A hierarchy level over ``codes`` in the code system, or a listed policy
+    (checked against the code system; the bundled ICD-9-CM lists are carried
+    into ICD-10-CM through ``--gem``)."""
+    level = level_of(args.utility_policy, args.code_system)
+    if level is not None:
+        return hierarchy_policy(codes, level, code_system=args.code_system)
+    if args.code_system == "icd9cm":
+        return load_utility_policy(args.utility_policy, strip_dots=args.strip_dots)
+    mapping = None
+    if args.gem:
+        from anonymizers.codesystems import gem_forward
+        from anonymizers.io import GEM_COLUMNS
+
+        mapping = gem_forward(read_table(args.gem, GEM_COLUMNS))
+    return load_utility_policy(args.utility_policy, strip_dots=args.strip_dots,
+                               code_system=args.code_system, mapping=mapping)

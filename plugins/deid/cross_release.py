@@ -36,7 +36,6 @@ still read here.
 
 from __future__ import annotations
 
-
 from deid import history
 from deid.secret import pseudonym_key
 

@@ -71,6 +71,9 @@ def test_ppe_and_ugaclip(files):
                   load_utility_policy(str(d / "utility.json")), config).to_dict()
     cli = json.loads((d / "ugaclip.json").read_text())
     assert cli["metrics"].pop("seed") == 4
+    assert cli["metrics"].pop("code_system") == "icd9cm"
+    assert cli["metrics"].pop("rows_dropped_unknown_code") == 0
+    assert cli["metrics"].pop("rows_mapped_to_code_system") == 0
     assert cli == json.loads(json.dumps(lib))
 
 

@@ -165,6 +165,31 @@ def test_ppe_and_gccens_on_icd10_pass_their_verifiers(tmp_path):
     assert release["metrics"]["code_system"] == "icd10cm"
 
 
+def test_ugaclip_and_disassociate_on_icd10_with_a_level_policy(tmp_path, capsys):
+    """UGACLIP generalizes within ICD-10-CM sections (its IL in the ICD-10
+    tree) and disassociation keeps them together; both pass their verifiers
+    (run by default) and record the code system; an ICD-9 level is refused."""
+    df = icd10_pairs(n=60)[["patient_id", "code"]].drop_duplicates()
+    code, policy = ppe_cli(tmp_path, df, "--code-system", "icd10cm")
+    assert code == 0
+    out = tmp_path / "ugaclip.json"
+    ugaclip = ["ugaclip", "--k", "3", "--seed", "2", "--privacy-policy",
+               str(tmp_path / "ppe.json"), "--input", write(df, tmp_path / "records.csv"),
+               "--output", str(out), "--code-system", "icd10cm", "--utility-policy"]
+    assert main([*ugaclip, "icd10-level-2"]) == 0
+    release = json.loads(out.read_text())
+    assert release["metrics"]["code_system"] == "icd10cm"
+    assert release["metrics"]["unplaced_codes"] == []  # every code placed in the ICD-10 tree
+    out = tmp_path / "dis.json"
+    assert main(["disassociate", "--k", "3", "--m", "2", "--seed", "1", "--input",
+                 str(tmp_path / "records.csv"), "--output", str(out), "--code-system",
+                 "icd10cm", "--utility-policy", "icd10-level-1"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["code_system"] == "icd10cm"
+    assert main([*ugaclip, "icd9-level-2"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "icd9-level-2 groups icd9cm codes" in err[0]
+
+
 # --- ICD-10 beside ICD-9 on the same trajectories (GEM) --------------------------
 
 @pytest.mark.datasets

@@ -203,5 +203,5 @@ def test_a_policy_over_the_other_code_system_is_refused(icd10_ids, warehouse):
     """ICD-9 levels on ICD-10-CM claims would group nothing: refused before any work."""
     from deid.methods import check_params
 
-    with pytest.raises(ValueError, match="utility_policy: icd9-level-2 groups icd9cm codes"):
+    with pytest.raises(ValueError, match="icd9-level-2 groups icd9cm codes; the data's are icd10cm"):
         check_params("ugaclip", {"utility_policy": "icd9-level-2", "code_system": "icd10cm"})

@@ -51,17 +51,18 @@ def check(params: dict) -> None:
 
 def policy_system(name: str, code_system: str) -> int | None:
     """The hierarchy level of policy ``name`` (None: a listed policy), after
-    checking that its codes are ``code_system``'s: ``icd9-level-N`` is over
-    ICD-9-CM, ``icd10-level-N`` over ICD-10-CM, the paper's lists
+    checking that its codes are ``code_system``'s: the paper's lists
     (``pnas2010*``) hold ICD-9-CM codes."""
-    system, _, level = name.partition("-level-")
-    system = {"icd9": "icd9cm", "icd10": "icd10cm"}.get(system, "icd9cm") if level \
-        else "icd9cm"
-    if system != code_system:
-        raise ValueError(f"utility_policy: {name} groups {system} codes; the release's claims "
-                         f"are {code_system}: name a level policy of their system "
+    from anonymizers.policies import level_of
+
+    level = level_of(name, code_system)
+    if level is None and code_system != "icd9cm":
+        raise ValueError(f"utility_policy: {name} lists icd9cm codes; the release's claims are "
+                         f"{code_system}: name a level policy of their system "
                          f"({code_system[:-2]}-level-1/2/3)")
-    return int(level) if level else None
+    return level
+
+
 STEPS = ("generalize",)
 
 
