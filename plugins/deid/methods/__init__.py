@@ -23,29 +23,26 @@ Each method module defines:
 from __future__ import annotations
 
 import jsonschema
+from anonymizers.codesystems import CODE_SYSTEMS, ICD9CM
 
-from deid.methods import disassociation, gccens, hhp, lda, medco, ugaclip
+from deid.methods import disassociation, form, gccens, hhp, lda, medco, ugaclip
 
 METHODS = {"medco": medco, "ugaclip": ugaclip, "disassociation": disassociation,
            "gccens": gccens, "lda": lda, "hhp": hhp}
 
+# Every method's own fields (k and seed among them, each with its method's
+# declared bounds) are in its module's PARAMS (deid.methods.form); these are
+# the settings all release DAGs share.
 COMMON_PARAMS = {
-    "k": {"type": "integer", "minimum": 2, "maximum": 1000, "default": 5,
-          "title": "k", "description": "A code combination supported by fewer than k patients "
-          "is a privacy constraint (PPE) and must be protected."},
-    "ppe_filter": {"enum": ["all-visits", "single-visit"], "default": "all-visits",
-                   "title": "PPE filter", "description": "What an attacker is assumed to know: "
-                   "the codes of one claim (single-visit) or all of a patient's (all-visits)."},
+    # the attacker knowledge of the PPE constraints (anonymizers.ppe) every method protects
+    **form.params("ppe", {"ppe_filter": "filter"}),
     "screen_batch_members": {
         "type": "integer", "minimum": 1, "maximum": 10_000_000, "default": 20_000,
         "title": "Members per screening task", "description": "Releases with a screening "
         "policy screen the members in ranges of this size, one task each."},
-    "seed": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1, "default": 20081,
-             "title": "Seed", "description": "Seeds every random choice; recorded with the "
-             "release."},
     # set by the release file's top-level ``code_system`` field, never by a trigger
     # (deid.releases, deid.overrides); a method step reads params["code_system"]
-    "code_system": {"enum": ["icd9cm", "icd10cm"], "default": "icd9cm",
+    "code_system": {"enum": list(CODE_SYSTEMS), "default": ICD9CM,
                     "title": "Code system", "description": "The diagnosis code system of "
                     "the source claims (ICD-9-CM or ICD-10-CM); the extract checks every "
                     "code against it."},

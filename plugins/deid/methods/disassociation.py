@@ -28,22 +28,18 @@ from deid import history, staging
 from deid import parquet_io as pio
 from deid.methods.ugaclip import PARAMS as UGACLIP_PARAMS
 from deid.methods.ugaclip import policy_system, utility_policy
+from deid.methods import form
 from deid.secret import pseudonym_key
 
 TITLE = "Disassociation (k^m-anonymity)"
 PARAMS = {
-    "m": {"type": "integer", "minimum": 1, "maximum": 5, "default": 2, "title": "m",
-          "description": "Largest number of codes an attacker is assumed to know."},
-    "max_cluster_size": {"type": ["null", "integer"], "minimum": 2, "maximum": 100000,
-                         "default": None, "title": "Largest HORPART cluster",
-                         "description": "Empty: 2k, as the paper does."},
-    "refine": {"type": "boolean", "default": True, "title": "Refine",
-               "description": "Move codes of several item chunks into shared chunks (Fig. 10)."},
+    **form.params("disassociation", ["k", "m", "max_cluster_size", "refine", "refine_window",
+                                     "seed"],
+                  limits={"max_cluster_size": {"maximum": 100_000},
+                          # the plugin always refines within windows (a bounded task)
+                          "refine_window": {"type": "integer", "maximum": 100_000}},
+                  m=2, refine_window=256),
     "utility_policy": UGACLIP_PARAMS["utility_policy"],  # one form field for both methods
-    "refine_window": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 256,
-                      "title": "Refine window",
-                      "description": "Refining joins clusters only within windows of this "
-                      "many consecutive clusters."},
     "batch_size": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1024,
                    "title": "Clusters per batch",
                    "description": "HORPART clusters per VERPART/refining task (rounded up to "

@@ -25,14 +25,14 @@ import pandas as pd
 from anonymizers.codesystems import CATEGORY_PATTERN
 from deid import history, validation
 from deid.extract import extract_to_parquet
+from deid.methods import form
 from deid.secret import pseudonym_key
 
 TITLE = "GCCens (repeated codes, k-map)"
 PARAMS = {
-    "cap": {"type": ["null", "integer"], "minimum": 0, "maximum": 1000, "default": 3,
-            "title": "Cap on copies of a code",
-            "description": "Most copies of one code a released record may hold; empty: the "
-                           "sample's largest count of each code (the thesis' automatic caps)."},
+    **form.params("gccens", {"k": "k", "cap": "caps", "seed": "seed"},
+                  # the form offers one cap for every code, or none (the automatic caps)
+                  limits={"cap": {"type": ["integer", "null"], "maximum": 1000}}, cap=3),
     "gccens_codes": {"type": "array", "items": {"type": "string", "pattern": CATEGORY_PATTERN},
                      "default": [], "title": "Codes released (3-digit categories)",
                      "description": "ICD-9 categories to release with their repeat counts, "

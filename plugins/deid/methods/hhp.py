@@ -24,21 +24,16 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from deid import parquet_io as pio
+from deid.methods import form
 from deid.secret import pseudonym_key
 
 TITLE = "Heritage Health Prize claims release"
 GATE_ROWS = 500_000  # released claims per Great Expectations run
 PARAMS = {
-    "max_sup": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.05,
-                "title": "MaxSup", "description": "Highest proportion of high-risk members a "
-                                                  "released generalization may have (section 5)."},
-    "p_max": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5,
-              "title": "p_m (adversary power)", "description": "Most values per quasi-identifier "
-                                                               "the adversary knows (eq. 1)."},
-    "hhp_iterations": {"type": "integer", "minimum": 2, "maximum": 1000, "default": 1000,
-                       "title": "Risk iterations per node",
-                       "description": "Most sampling iterations per lattice node; stops early "
-                                      "once the 95% CI is within +-0.005."},
+    **form.params("hhp", {"k": "k", "max_sup": "max_sup", "p_max": "p_max",
+                          "hhp_iterations": "max_iterations", "seed": "seed"},
+                  limits={"p_max": {"maximum": 50},
+                          "hhp_iterations": {"minimum": 2, "maximum": 1000}}),
     "hhp_screen_all_diagnoses": {"type": "boolean", "default": False,
                                  "title": "Screen on every diagnosis",
                                  "description": "Screen members on all diagnoses of a claim, "

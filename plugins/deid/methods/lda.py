@@ -27,18 +27,14 @@ import pandas as pd
 
 from anonymizers.codesystems import CATEGORY_PATTERN
 from deid import append_only, history, validation
+from deid.methods import form
 from deid.secret import pseudonym_key
 
 TITLE = "LDA (longitudinal ICD-age trajectories)"
 PARAMS = {
-    "w_icd": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
-              "title": "Weight of ICD loss", "description": "w_ICD of A-GS; w_Age = 1 - w_ICD."},
-    "alignment": {"enum": ["a-gs", "baseline"], "default": "a-gs", "title": "Alignment",
-                  "description": "A-GS (Algorithm 3) or Baseline (Algorithm 2)."},
-    "icd_domain": {"enum": ["data", "hierarchy"], "default": "data",
-                   "title": "ICD domain of the loss metric",
-                   "description": "|A| of Definition 4 for ICD: the data's distinct codes "
-                                  "(Table 3's |ICD|) or every ICD-9-CM code."},
+    # the form's one weight: w_Age = 1 - w_ICD (Definition 4's pair summing to 1)
+    **form.params("lda", ["k", "w_icd", "alignment", "icd_domain", "seed"],
+                  limits={"w_icd": {"maximum": 1}}),
     "lda_codes": {"type": "array", "items": {"type": "string",
                                              "pattern": CATEGORY_PATTERN},
                   "default": [], "title": "Codes in the trajectories (3-digit categories)",

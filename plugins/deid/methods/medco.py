@@ -26,18 +26,17 @@ import pandas as pd
 
 from deid import history, validation
 from deid import load as load_mod
+from deid.methods import form
 from deid.secret import code_token_key, key_fingerprint, pseudonym_key
 
 TITLE = "MedCo dummy patients"
 PARAMS = {
-    "min_anonymity_set": {"type": "integer", "minimum": 1, "maximum": 100000, "default": 20,
-                          "title": "Minimum anonymity set",
-                          "description": "Fewest codes a frequency cluster may hold: codes of "
-                                         "equal frequency in a cluster cannot be told apart."},
-    "n_clusters": {"type": ["null", "integer"], "minimum": 1, "maximum": 10000,
-                   "default": None, "title": "Number of code clusters",
-                   "description": "Clusters of the hierarchical clustering; empty: as many as "
-                                  "the minimum anonymity set allows."},
+    # medco protects the PPE constraints: its k is PPE's
+    **form.params("ppe", ["k"]),
+    **form.params("medco_clusters", ["min_anonymity_set", "n_clusters"],
+                  limits={"min_anonymity_set": {"maximum": 100_000},
+                          "n_clusters": {"maximum": 10_000}}, min_anonymity_set=20),
+    **form.params("medco", ["seed"]),
 }
 STEPS = ("cluster_codes", "dummies")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import pandas as pd
 
 from deid import append_only, history, validation
+from deid.methods import form
 from deid.secret import pseudonym_key
 
 TITLE = "UGACLIP (generalization and suppression)"
@@ -28,6 +29,7 @@ POLICIES = ["none", "pnas2010", "pnas2010-k2", "pnas2010-k5", "pnas2010-k10", "p
             "icd9-level-1", "icd9-level-2", "icd9-level-3",
             "icd10-level-1", "icd10-level-2", "icd10-level-3"]
 PARAMS = {
+    **form.params("ugaclip", ["k", "seed"]),
     "utility_policy": {"enum": POLICIES, "default": "icd9-level-2", "title": "Utility policy",
                        "description": "Which codes may be generalized (UGACLIP) or kept together "
                                       "(disassociation): the paper's diseases (Tables S1-S2) "
