@@ -24,6 +24,7 @@ schedule: "@daily"
 params: {k: 5, m: 2, seed: 1, utility_policy: icd9-level-1}
 destination: {table: example}
 """
+GOOD_ICD10 = GOOD.replace("icd9-level-1", "icd10-level-1")  # a policy of the claims' system
 
 
 def _write(folder: Path, text: str, name: str = "example.yaml") -> Path:
@@ -161,7 +162,7 @@ def test_the_maintenance_dag_id_is_not_a_release_name(tmp_path):
 # --- the screening policy by name (issue 27: ICD-10-CM lists) ----------------
 
 def test_a_release_naming_the_icd10_screening_policy_parses(tmp_path):
-    release = load_release(_write(tmp_path, GOOD + "code_system: icd10cm\n"
+    release = load_release(_write(tmp_path, GOOD_ICD10 + "code_system: icd10cm\n"
                                   "screening_policy: hhp-2012-icd10-v1\n"))
     assert release.screening_policy == "hhp-2012-icd10-v1"
     assert load_release(_write(tmp_path, GOOD + "screening_policy: none\n")).screening_policy \
@@ -241,8 +242,8 @@ def test_a_release_without_code_system_is_icd9_refusing_mixed_and_unknown_codes(
 def test_the_code_system_fields_reach_the_params_and_the_code_policy(tmp_path):
     gem = tmp_path / "gem.csv"
     gem.write_text("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n")
-    release = load_release(_write(tmp_path, GOOD + f"code_system: icd10cm\nmixed: map-to-icd10"
-                                  f"\ngem: {gem}\ndrop_unknown: true\n"))
+    release = load_release(_write(tmp_path, GOOD_ICD10 + f"code_system: icd10cm\nmixed: "
+                                  f"map-to-icd10\ngem: {gem}\ndrop_unknown: true\n"))
     assert release.codes == releases_mod.CodePolicy("icd10cm", "map-to-icd10", True, str(gem))
     assert release.params["code_system"] == "icd10cm"
 
@@ -275,7 +276,7 @@ def test_the_code_system_is_a_top_level_field_not_a_method_parameter(tmp_path):
 def test_a_trigger_may_not_change_the_code_system(tmp_path):
     from deid.overrides import OverrideRefused, resolve, rule
 
-    release = load_release(_write(tmp_path, GOOD + "code_system: icd10cm\n"))
+    release = load_release(_write(tmp_path, GOOD_ICD10 + "code_system: icd10cm\n"))
     assert rule(release, "code_system") == "fixed"
     assert resolve(release, {"code_system": "icd10cm"}).params["code_system"] == "icd10cm"
     with pytest.raises(OverrideRefused, match="code_system: the release file fixes it"):
@@ -298,8 +299,8 @@ def test_the_run_keeps_the_release_files_code_policy_for_its_extract(tmp_path):
 
     gem = tmp_path / "gem.csv"
     gem.write_text("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n")
-    release = load_release(_write(tmp_path, GOOD + f"code_system: icd10cm\nmixed: map-to-icd10"
-                                  f"\ngem: {gem}\n"))
+    release = load_release(_write(tmp_path, GOOD_ICD10 + f"code_system: icd10cm\nmixed: "
+                                  f"map-to-icd10\ngem: {gem}\n"))
     run = steps.Run("example", "manual__code_policy_test")
     try:
         assert steps.code_policy(run) == releases_mod.CodePolicy()
@@ -308,3 +309,9 @@ def test_the_run_keeps_the_release_files_code_policy_for_its_extract(tmp_path):
         assert steps.run_params(run)["params"]["code_system"] == "icd10cm"
     finally:
         steps.cleanup(run)
+
+
+def test_a_level_policy_of_the_other_code_system_is_refused(tmp_path):
+    """ICD-9 sections over ICD-10-CM claims would group nothing: the file is refused."""
+    with pytest.raises(ReleaseConfigError, match="icd9-level-1 groups icd9cm codes"):
+        load_release(_write(tmp_path, GOOD + "code_system: icd10cm\n"))
