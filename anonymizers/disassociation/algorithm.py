@@ -1,21 +1,6 @@
-"""DISASSOCIATION (Loukides et al. 2014, Section 4, Fig. 6): HORPART, then
-VERPART on every cluster, then refining; each chunk lists its subrecords sorted.
-
-``disassociate(records, DisassociationConfig(k, m, ...))`` takes a long table
-``patient_id, code`` and returns a ``DisassociationResult``.
-
-Inputs the paper does not cover:
-
-- An input of fewer than ``k`` records, the empty one included, raises
-  ``TooFewRecords`` (an ``InputError``): every cluster, hence every
-  reconstruction, would hold fewer than ``k`` records, so no release of it
-  keeps Guarantee 1, and an empty release would look like success.
-- Small clusters from HORPART are merged (see ``horpart.merge_small``).
-- Joint clusters stay within refine windows, so the release is the same
-  whether the clusters are processed at once or in batches; subrecords are
-  sorted rather than shuffled with a seed (see ``batches``: a recorded seed
-  would let anyone undo the shuffle).
-"""
+"""DISASSOCIATION (Loukides et al. 2014, Section 4, Fig. 6): HORPART, then VERPART on every
+cluster, then refining: ``disassociate(records, DisassociationConfig(k, m, ...))``.
+Readings chosen and why: docs/methods/disassociation.md#disassociation-algorithm."""
 
 from __future__ import annotations
 

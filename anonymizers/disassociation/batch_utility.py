@@ -1,33 +1,6 @@
-"""ARE on W2 and MRE per utility constraint (Definitions 2-3, Section 6.1)
-measured one batch of clusters at a time, so that no process holds more
-than one batch of the original records and of the release.
-
-Both measures are sums over records: a COUNT query's answer, and the number
-of records matching a constraint, are the sums of their answers on disjoint
-parts of a dataset.  So:
-
-- the W2 pool (every distinct set of 1 or 2 codes held by some record) is
-  the union of the batches' pools, kept as integer keys over the release-wide
-  sorted vocabulary: the same sets, in the same order, as
-  ``metrics.w2_workload`` on the whole data, hence the same queries for the
-  same generator;
-- W1 (frequent itemsets of 1-4 codes, Section 6.4) needs the itemsets
-  frequent over the whole data: ``frequent_sets`` runs Apriori level by
-  level, summing each level's candidate counts over the batches (the same
-  itemsets as FP-Growth on the whole data at the same support), and
-  ``metrics.w1_chains`` draws the chains from them;
-- single codes: every code of the vocabulary is also counted as a
-  one-code constraint, so the MRE of single codes (Fig. 18's level 1) is
-  read whatever the release's utility policy;
-- the original's counts are summed over the batches' records;
-- the reconstruction (``reconstruct``, Section 3.2) is drawn one refine
-  window at a time, with a generator seeded by ``(seed, window index)``.  A
-  window holds whole joint clusters (refining never joins clusters of two
-  windows), so a window's reconstruction is a reconstruction of its
-  records, and the draws do not depend on how windows were batched.  This
-  differs from one generator over the whole release: the figures are of
-  another draw, not of another method.
-"""
+"""ARE on W2 and MRE per constraint (Definitions 2-3, Section 6.1) measured one batch of clusters
+at a time: no process holds more than one batch of the original records and of the release.
+Readings chosen and why: docs/methods/disassociation.md#disassociation-batch-utility."""
 
 from __future__ import annotations
 

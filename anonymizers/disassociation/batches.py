@@ -1,38 +1,6 @@
-"""DISASSOCIATION in batches of HORPART clusters, so that VERPART and
-refining can run in separate processes (one Airflow task per batch).
-
-The work splits in three:
-
-- ``plan(records, config)``: prepare and HORPART (Fig. 8) over all records,
-  then ``merge_small``; fewer than ``k`` records raise ``TooFewRecords``; ``plan_batches`` does the same from row batches of
-  the long table, so that the whole table is never in memory.  HORPART is a
-  recursive split of the whole data set and stays in one process; it needs
-  only the encoded records.  The plan is the cluster of every record and the
-  record's place in its cluster.
-- ``run_batch(records, plan_rows, config, n_clusters)``: VERPART (Fig. 9)
-  on every cluster of a batch, refining (Fig. 10) within the batch, and the
-  chunks' subrecords.  The batch's release is itself a disassociated release of the
-  batch's records.
-- ``combine(plan, fragments)``: the fragments side by side, shared chunks
-  re-indexed to the release's clusters.
-
-Results never depend on how the clusters were batched:
-
-- Refining joins clusters inside fixed *refine windows* of
-  ``config.refine_window`` consecutive clusters (in HORPART order); batches
-  are made of whole windows.  The paper gives no procedure for building
-  joint clusters (Section 4, "Refining"); bounding them by a window is our
-  choice, and it is what makes the work partitionable.
-
-Subrecords are listed in sorted order, not shuffled (a deviation from
-Section 3.2, which permutes every chunk at random).  A seeded permutation
-can be recomputed by anyone who learns the seed, and the seed is recorded
-with every release: the permutations would then relink the subrecords of
-one record across chunks and undo the disassociation.  A sorted chunk's
-order is a function of its subrecords alone, so it says nothing about which
-record a subrecord came from (the purpose of the permutation), needs no
-secret, and does not depend on the batching.
-"""
+"""DISASSOCIATION in batches of HORPART clusters (Section 4; ``plan``, ``run_batch``, ``combine``):
+one Airflow task per batch, the same release whatever the batching; chunks sorted (Section 3.2).
+Readings chosen and why: docs/methods/disassociation.md#disassociation-batches."""
 
 from __future__ import annotations
 
@@ -147,7 +115,8 @@ class Fragment:
 
 
 def plan(records: pd.DataFrame, config: DisassociationConfig) -> Plan:
-    """Prepare and HORPART all records (see the module docstring)."""
+    """Prepare and HORPART all records (see
+    docs/methods/disassociation.md#disassociation-batches)."""
     return _plan(prepare(records, config.utility_policy, config.sensitive_codes,
                          config.repeated_codes), config)
 
@@ -244,7 +213,8 @@ def _release(vocab, clusters: list[Part], parts, shared, config) -> Disassociate
 
 def _subrecords(part: Part, codes: np.ndarray, vocab: np.ndarray) -> tuple[tuple[str, ...], ...]:
     """Every record of ``part`` projected on ``codes``, in sorted order (see
-    the module docstring: the order must not tell records apart)."""
+    docs/methods/disassociation.md#disassociation-batches:
+    the order must not tell records apart)."""
     keep = np.zeros(len(vocab), dtype=bool)
     keep[codes] = True
     proj = part.only(keep)

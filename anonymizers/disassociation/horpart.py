@@ -1,35 +1,6 @@
-"""HORPART (Loukides et al. 2014, Section 4, Fig. 8): split the records into
-clusters of similar records, guided by code supports and utility constraints.
-
-Read from Fig. 8, with the choices the figure leaves open:
-
-- Line 2 is followed literally: a part with ``|D| < maxClusterSize`` records
-  becomes a cluster, so clusters from the recursion hold at most
-  ``maxClusterSize - 1`` records (Section 5: parts of 5 with maxClusterSize 6).
-- "Most frequent" ties go to the code that comes first in the sorted
-  vocabulary, so the result does not depend on the seed.
-- When every code of a part is in ``ignore`` (its records are identical on the
-  codes HORPART may use), no code can split it; it becomes one cluster,
-  whatever its size.
-- Sensitive codes (Section 7.2) are never chosen to split.
-- The recursion runs on an explicit stack (D1 before D2, as in line 13) so
-  that deep splits cannot overflow Python's stack.
-
-A cluster with fewer than ``k`` records cannot keep Guarantee 1: a code in its
-item chunk alone could be held by fewer than ``k`` records.  ``merge_small``
-therefore merges such clusters (not part of Fig. 8), in HORPART order: runs of
-consecutive small clusters are pooled until they reach ``k`` records; a pool
-still short of ``k`` joins the next cluster of at least ``k`` records (or the
-last one, at the end).  Merged clusters may exceed ``maxClusterSize``.  On
-sparse data this is frequent, not a corner case: once the codes of a part are
-rare, Fig. 8 splits off the one or two records holding the most frequent of
-them (on MEPS 2005 with k = 5, 6,976 of HORPART's clusters are smaller than
-k); pooling consecutive ones puts back together records of the same part.
-The alternative of never splitting off fewer than ``k`` records (choosing
-the most frequent code whose split leaves ``k`` on both sides) was measured
-and not kept: it leaves parts no code can split, of up to 1,224 records, and
-lowered the share of single codes within 5% (benchmarks/disassociation.md).
-"""
+"""HORPART (Loukides et al. 2014, Section 4, Fig. 8): split the records into clusters of similar
+records by code supports and utility constraints; ``merge_small`` pools clusters under k records.
+Readings chosen and why: docs/methods/disassociation.md#disassociation-horpart."""
 
 from __future__ import annotations
 
@@ -86,7 +57,8 @@ def _choose(support: np.ndarray, constraint: np.ndarray, in_policy: np.ndarray,
 
 
 def merge_small(clusters: list[Part], k: int) -> tuple[list[Part], int]:
-    """Merge clusters of fewer than ``k`` records (see the module docstring).
+    """Merge clusters of fewer than ``k`` records (see
+    docs/methods/disassociation.md#disassociation-horpart).
     Returns the clusters and how many small clusters were merged."""
     out: list[Part] = []
     pool: list[Part] = []

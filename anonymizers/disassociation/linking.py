@@ -1,58 +1,6 @@
-"""Which consistent reconstruction to draw: link the subrecords a release
-leaves unlinked by the associations the release itself shows
-(Loukides et al. 2014, Section 3.2, Fig. 5; used by ``reconstruct``).
-
-Every assignment of a cluster's item-chunk codes to its records, and of a
-shared chunk's subrecords to the records of its joint cluster, is consistent
-with the release (Section 3.2: the original may be "any record that could be
-reconstructed by a combination of subrecords from the different chunks").
-Drawn uniformly, the assignment treats codes of different chunks as
-independent; real codes co-occur more than that, so pairs split across
-chunks come out under-counted (on MEPS 2005, W1 pairs ARE 0.19 against 0.006
-for single codes).  ``linking="association"`` (``reconstruct``'s default
-since it answers counts of several codes best: see there) picks instead the
-consistent assignment that puts together the codes the release shows
-co-occurring:
-
-- the association of codes ``a`` and ``b`` is read from the release only, in
-  the chunks whose domain holds both (record chunks and shared chunks, where
-  subrecords keep the codes of one record together): the log of
-  ``(observed + 1) / (expected + 1)``, observed the subrecords holding both,
-  expected their count if ``a`` and ``b`` were independent within each such
-  chunk (``n_a n_b / n`` summed over the chunks).  The ``+ 1`` keeps a pair
-  seen once from outweighing a pair seen hundreds of times.  Never the
-  original data: anyone holding the release computes the same figures.
-- an item-chunk code goes to a record of its cluster whose record-chunk
-  codes are most associated with it (the sum of the log-ratios); among
-  equally associated records (above all: when nothing is known, every
-  record) it is drawn by a Polya urn, in proportion to the codes the record
-  holds plus one, those of the urn included (``urn``).  Codes per record
-  are heavy-tailed and a cluster's hidden codes sit together on its longer
-  records; drawn uniformly they spread over more records and sections
-  matched by any of their codes come out over-counted.  Measured on MEPS
-  2005 at k = 5 (seeds 1-4): sections within 2.5% 79.2% -> 80.8% (10 draws
-  before), W1 ARE 0.050 -> 0.049, W2 0.318 -> 0.312;
-- a shared chunk's non-empty subrecords go to distinct records of the joint
-  cluster, by the assignment (``scipy.optimize.linear_sum_assignment``) that
-  maximises the summed association with the codes the records hold so far
-  (record chunks, item codes and the shared chunks placed before it); so
-  do the subrecords of a cluster's second and later record chunks.  Among
-  equally associated records, a subrecord of ``L`` codes goes to a record
-  holding ``h`` codes with weight ``(h + 1) ** L``, the urn's weight once
-  per code (Gumbel-perturbed, ``best_assignment``): uniform ties scatter a
-  joint cluster's codes over records that hold nothing of their kind, and
-  multi-code ICD-9 sections came out over-counted (on MEPS 2005 at k = 5,
-  nearly all the excess of sections such as 360-379 was in joint
-  clusters).  Measured at k = 5: sections within 2.5% 80.4% (12 draws) ->
-  81.2% (14 draws), W1 ARE 0.050 -> 0.044; weighting the association itself by the
-  urn (not only its ties) was worse (sections 72-78%, W2 0.56).
-
-Ties (above all: no association known) are broken by the seeded generator,
-so records without evidence get codes at random, as before.  The maximising
-assignment rather than one drawn with probabilities from the association:
-drawing (Gumbel-perturbed scores) measured worse on W1 and sections (W1 ARE 0.066
-against 0.050 on MEPS 2005, k = 5; benchmarks/disassociation.md).
-"""
+"""Which consistent reconstruction to draw (Loukides et al. 2014, Section 3.2, Fig. 5; used by
+``reconstruct``): subrecords and item codes linked by the associations the release itself shows.
+Readings chosen and why: docs/methods/disassociation.md#disassociation-linking."""
 
 from __future__ import annotations
 
@@ -86,7 +34,8 @@ def _chunks(release: Disassociated):
 
 def association(release: Disassociated, vocab: dict[str, int]) -> sp.csr_matrix:
     """Codes x codes log-ratio of observed to expected co-occurrence within
-    the release's chunks (see the module docstring); zero where unknown."""
+    the release's chunks (see docs/methods/disassociation.md#disassociation-linking);
+    zero where unknown."""
     rows, cols, chunk_of = [], [], []
     for ci, subrecords in enumerate(_chunks(release)):
         base = len(chunk_of)

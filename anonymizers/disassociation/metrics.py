@@ -1,32 +1,6 @@
-"""Utility of a released dataset: ARE (Definition 2) over COUNT-query
-workloads W1 and W2, and MRE (Definition 3) per utility constraint, with the
-interval histogram of Figs. 18-20 (Loukides et al. 2014, Sections 3.3, 6).
-
-Both compare the original dataset ``D`` with an anonymized one ``D'`` (for
-disassociation, a dataset drawn by ``reconstruct``), each given as Records
-or as a long ``patient_id, code`` table.
-
-Readings we chose:
-
-- A COUNT query asks for the records holding *all* codes of a set.  A record
-  *matches* a utility constraint when it holds *at least one* of its codes:
-  Section 1.1 counts 4 patients "associated with a combination of the codes
-  {401.0, 404.00}" in Fig. 1 (r2, r4, r6, r9), which is that rule.
-- W1 (Section 6.1, 6.4): frequent itemsets of 1 to 4 codes, "a set of c codes
-  is built (extended) by adding a random code to its subset containing c - 1
-  codes": we draw chains, a random frequent code extended one random code at a
-  time while the extension stays frequent (FP-Growth, mlxtend).
-- W2 (Section 6.1): "1000 queries, which retrieve sets of diagnosis codes,
-  selected uniformly at random".  Definition 2 divides by the original count,
-  so a query must match at least one original record; each W2 query draws
-  its size uniformly from ``sizes`` and then a set uniformly among the
-  distinct sets of that size that occur in some original record.
-- MRE is undefined when no original record matches; such constraints get NaN
-  and are left out of the histogram.
-- Histogram intervals (percent): the text of Section 6.5 names [-2.5, 0],
-  [-2.5, 2.5), [-5, 5) and [-24, -10); the bins below reproduce those
-  (the figures' own bin edges are not in the text).
-"""
+"""Utility of a released dataset (Loukides et al. 2014, Sections 3.3, 6): ARE (Definition 2) over
+COUNT-query workloads W1 and W2, MRE (Definition 3) per constraint, the histogram of Figs. 18-20.
+Readings chosen and why: docs/methods/disassociation.md#disassociation-metrics."""
 
 from __future__ import annotations
 
@@ -180,7 +154,8 @@ def occurring_sets(data, size: int) -> np.ndarray:
 def w2_workload(data, rng: np.random.Generator, n_queries: int = 1000,
                 sizes: Sequence[int] = (1, 2)) -> list[tuple[str, ...]]:
     """W2: ``n_queries`` sets, each of a size drawn from ``sizes``, drawn
-    uniformly among the occurring sets of that size (see module docstring)."""
+    uniformly among the occurring sets of that size (see
+    docs/methods/disassociation.md#disassociation-metrics)."""
     records = as_records(data)
     pools = {s: occurring_sets(records, s) for s in sorted(set(sizes))}
     pools = {s: p for s, p in pools.items() if len(p)}
@@ -197,8 +172,9 @@ def w2_workload(data, rng: np.random.Generator, n_queries: int = 1000,
 
 def w1_workload(data, rng: np.random.Generator, n_chains: int = 250, max_size: int = 4,
                 min_support_percent: float = 0.1) -> dict[int, list[tuple[str, ...]]]:
-    """W1: chains of frequent itemsets of 1..``max_size`` codes (see module
-    docstring); returns the distinct sets of each size."""
+    """W1: chains of frequent itemsets of 1..``max_size`` codes (see
+    docs/methods/disassociation.md#disassociation-metrics);
+    returns the distinct sets of each size."""
     found = frequent_itemsets(as_records(data), min_support_percent, max_len=max_size)
     return w1_chains(list(found["itemsets"]), rng, n_chains, max_size)
 

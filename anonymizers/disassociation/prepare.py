@@ -1,12 +1,6 @@
-"""From the input table to what the algorithm works on: integer-encoded
-records, the constraint of every code, and the sensitive-code mask.
-
-Repeated codes (Section 7.1): "different instances of the same diagnosis code
-in the dataset, and the utility constraints, are mapped to different values".
-The paper's example appends the occurrence number to the code (250.01 ->
-250.011); we put a separator in between, ``"250.01#1"``, so that the mapping
-cannot collide with another code (``"25"`` + ``"11"`` vs ``"251"`` + ``"1"``).
-"""
+"""From the input table to what the algorithm works on: integer-encoded records, each code's
+constraint, the sensitive-code mask; repeated codes numbered as ``"250.01#1"`` (Section 7.1).
+Readings chosen and why: docs/methods/disassociation.md#disassociation-prepare."""
 
 from __future__ import annotations
 

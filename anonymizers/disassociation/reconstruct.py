@@ -1,63 +1,6 @@
-"""Draw one dataset ``D'`` from a disassociated dataset, as a data recipient
-would (Section 3.2, Fig. 5).
-
-Section 3.2: a reconstructed record combines one subrecord from every record
-chunk of its cluster "plus any subset of diagnosis codes from C_T", and the
-recipient "can only assume that [the number of records holding an item-chunk
-code] ranges from 1 to |P_i|".  The paper gives no distribution.  Which records get the subrecords and
-item codes is ``linking``'s choice:
-
-- ``"association"`` (default): the consistent assignment that puts
-  together the codes the release itself shows co-occurring (``linking``'s
-  module docstring; item codes by association, ties drawn by a Polya urn
-  over the records' code counts; subrecords by the maximising assignment,
-  ties weighted by the same urn).  Of the two rules it is the one that answers COUNT
-  queries of several codes best, which is what a dataset drawn from a
-  disassociated release is for (Section 6, Fig. 17): on MEPS 2005 at
-  k = 5 (mean of 10 draws) W1 ARE 0.071 -> 0.050 and ICD-9 sections within
-  2.5% 76.9% -> 79.2%, W1 lower or equal at k = 2, 10 and 25, m = 3 and on
-  BMS-WebView-1; single codes cannot change (every rule puts an item code
-  on one record and a subrecord's codes on one record).  What it costs:
-  it concentrates codes on fewer records, so constraints matched by *any*
-  of their codes can lose (sections within 5% 93.7% -> 87.3% on the
-  section-policy release; within 2.5% at k = 2 and 10), W2 ARE 0.31 ->
-  0.32, and a draw takes 7-25 s on MEPS instead of about 1 s
-  (benchmarks/disassociation.md).
-- ``"random"``: independent uniform permutations of every chunk's
-  subrecords onto the records of its (joint) cluster, item codes on records
-  drawn uniformly: codes of different chunks come out independent.
-
-How many records get an item-chunk code is ``item_support``'s choice:
-
-  - ``"one"`` (default): one record.  Among the reconstructions consistent
-    with the release it is the one that answers counts best: VERPART sends a
-    code to the item chunk only when fewer than ``k`` records of the cluster
-    hold it (Fig. 9, line 4), and refining takes out the codes whose total
-    over a joint cluster reaches ``k``, so the count lies in ``1 .. k-1`` and
-    is unknown; one is its least value and, measured on MEPS 2005 (k = 2,
-    5, 10, 25) and BMS-WebView-1 (k = 5), gives the lowest ARE over W1 and
-    W2 and the most constraints within 5% of the three rules
-    (benchmarks/disassociation.md).  A drawn count adds variance and, on
-    sparse data where most item-chunk codes are on one record of their
-    cluster, bias upwards.  (Pairs alone come out closer under the drawn
-    rules: their over-count offsets the under-count of pairs split across
-    chunks.)
-  - ``"below_k"``: uniform in ``1 .. min(|P|, k - 1)``, every count VERPART
-    allows (untrue for the sensitive codes of Section 7.2).
-  - ``"cluster"``: uniform in ``1 .. |P|``, Section 3.2's "ranges from 1 to
-    |P_i|" (the only rule matching Fig. 5, where 834.0 is on 4 of the 5
-    records of P2 although k = 3).  Counts of ``k`` or more are not consistent
-    with VERPART, which would have put such a code in a record chunk; kept
-    to reproduce Fig. 5, it over-counts every item-chunk code.
-
-The rules used are returned in ``out.attrs["item_support"]`` and
-``out.attrs["linking"]`` (the item-support rule is reported as
-``reconstruction`` by the benchmark and the pipeline's metrics, the linking
-rule as ``linking``).
-
-Records get fresh pseudonyms.  A record that draws no code at all has no row
-in the long table (it would answer no COUNT query).
-"""
+"""Draw one dataset ``D'`` from a disassociated release as a recipient would (Loukides et al. 2014,
+Section 3.2, Fig. 5): records linked by ``linking``, an item-chunk code on one record by default.
+Readings chosen and why: docs/methods/disassociation.md#disassociation-reconstruct."""
 
 from __future__ import annotations
 

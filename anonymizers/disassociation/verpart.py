@@ -1,20 +1,6 @@
-"""VERPART (Loukides et al. 2014, Section 4, Fig. 9): split one cluster's codes
-into k^m-anonymous record chunks and an item chunk.
-
-Read from Fig. 9, with the choices the figure leaves open:
-
-- Line 5: codes in no constraint form one group each.  Ties in support (of
-  codes in a group, and of groups' first codes) go to the code first in the
-  sorted vocabulary; Section 5 orders 296.01 before 296.02 (both support 4).
-- Line 16 says "not all diagnosis codes of u are added to T_cur"; the prose
-  after Fig. 9 says the opposite ("all codes in u have also been assigned"),
-  but Section 5 removes 692.71 because 695.10 of the same constraint was *not*
-  added, so we follow the figure.  "All codes of u" are read as the codes of
-  u still waiting in ``T_remain``: codes of u with support below k, or absent
-  from the cluster, could never join, and would otherwise bar u forever.
-- Sensitive codes (Section 7.2) go to the item chunk with the low-support
-  codes of line 4.
-"""
+"""VERPART (Loukides et al. 2014, Section 4, Fig. 9): split one cluster's codes into k^m-anonymous
+record chunks and an item chunk.
+Readings chosen and why: docs/methods/disassociation.md#disassociation-verpart."""
 
 from __future__ import annotations
 

@@ -1,88 +1,6 @@
-"""Independent cross-release verifier: does a new release, combined with the
-releases of the same scope published before it, keep the method's guarantee?
-
-Written from the threat model (docs/threat-model-successive.md) alone; it
-imports nothing of the attacks (``anonymizers.successive.harness`` and the
-method modules) nor of the algorithms.  The adversary it checks against is
-the *linking adversary*: it holds every release, links the records of one
-patient across releases (stable pseudonyms, or the records' content, do it in
-practice; we assume the worst and grant it), hence knows every patient's
-presence pattern, and knows up to ``m`` atoms (codes; for LDA (code, age)
-pairs) that its target holds in every release the target is in.
-
-Set-valued methods (disassociation, UGACLIP, LDA) -- k-anonymity composed
-over releases (m-invariance's reading of re-publication, Xiao & Tao 2007,
-applied to identities instead of sensitive values):
-
-    for every patient p of any release and every set S of at most m atoms
-    that p holds in each release it is in (for UGACLIP: every privacy
-    constraint p holds), the patients q with p's presence pattern whose
-    released record could hold S in *every* one of those releases number
-    at least k.
-
-"Could hold S" is read from each method's release as its single-release
-verifier reads it (anonymizers/verify/):
-
-- disassociation: q's cluster -- with the shared chunks of its joint
-  cluster -- offers every code of S, and for every chunk (record chunk of
-  the cluster, or shared chunk) S's codes in that chunk lie together in one
-  of its subrecords (the chunk permutation of Section 3.2 may give that
-  subrecord to any record);
-- UGACLIP: q's released record holds the item of every unsuppressed code of
-  S (suppressed codes match nothing and are dropped, as the verifier does).
-  Which constraints p "holds" follows the policy's filter (PPE's F): with
-  the all-visits filter the adversary may know any of p's codes together,
-  so p holds a constraint its record contains; with the single-visit filter
-  it knows the codes of one visit (a claim), so p holds a constraint one of
-  its visits contains -- ``truth`` then carries a ``visit_id`` column.
-  (Within one release this changes nothing: UGACLIP protects every
-  constraint of its policy over whole records.  Across releases it matters:
-  a constraint of another release's policy that p holds only spread over
-  several visits is knowledge the single-visit adversary does not have);
-- LDA: its adversary knows the target's whole trajectory (LDA's k-anonymity
-  is of the (ICD, Age) sequence) rather than m atoms, so S is p's trajectory
-  at each release, and q's released trajectory must generalize, pair by pair
-  and in order, some of those pairs (code equal, an ICD-9 ancestor, or
-  ``*``; age interval holding the age, or ``*``; a pair may be suppressed).
-
-GCCens (k-map against a population, Tamersoy 2011, III.5): a patient linked
-across releases is known to hold, of each code, the largest count any of its
-released records shows; that union multiset must be contained in at least k
-records of the new release's population.
-
-Input shape (``history`` is oldest first; ``new`` is the release to check;
-every table is a pandas DataFrame, ids and codes are compared as strings;
-``patient_id`` in ``truth``/``membership``/``map``/``key.original_id`` is the
-*source* patient id, the same across releases):
-
-==============  ==============================================================
-method          keys of each release mapping
-==============  ==============================================================
-disassociation  ``release``: the JSON dict the CLI writes; ``membership``:
-                ``patient_id, cluster`` (the cluster index of each record:
-                ``disassociation.batches.plan(...).rows``); ``truth``:
-                ``patient_id, code`` (the records the release was made from;
-                ``successive.disassociation.Published.tables()`` gives all
-                three, retained records included)
-ugaclip         ``release``: the JSON dict (``items``, ``suppressed``); its
-                recoding is global, so each patient's released record follows
-                from ``truth``: ``patient_id, code[, visit_id]`` (``visit_id``
-                for a single-visit policy: see above)
-lda             ``release``: the JSON dict (``records``: ``patient_id``
-                pseudonym, ``trajectory`` [[code, age], ...]); ``map``:
-                ``pseudonym, patient_id``; ``truth``: ``patient_id, code,
-                age[, service_date]``
-gccens          ``release``: the JSON dict (``records``: ``patient_id``
-                pseudonym, ``codes`` {code: count}); ``key``: ``patient_id``
-                (pseudonym), ``original_id``; ``population`` (on ``new``
-                only): ``patient_id, code[, count]``
-==============  ==============================================================
-
-``params``: ``k`` (all), ``m`` (disassociation; UGACLIP when no
-``constraints``), ``constraints`` (UGACLIP: the privacy policy's code lists,
-or the policy dict).  A release of the history without a patient it is
-checked against is simply a release the patient is not in.
-"""
+"""Independent cross-release verifier (docs/threat-model-successive.md, Sections 2-3): does a new
+release, with those of its scope published before it, keep the method's guarantee?  ``check``.
+Readings chosen and why: docs/methods/successive.md#successive-check."""
 
 from __future__ import annotations
 
@@ -104,8 +22,8 @@ METHODS = ("disassociation", "ugaclip", "lda", "gccens")
 
 
 def check(method: str, history: Sequence[Mapping], new: Mapping, params: Mapping) -> Verdict:
-    """Verdict of ``new`` combined with ``history`` for ``method`` (see the
-    module docstring for the input shape and the property)."""
+    """Verdict of ``new`` combined with ``history`` for ``method`` (see
+    docs/methods/successive.md#successive-check for the input shape and the property)."""
     if method == "medco":
         return _check_medco(list(history) + [new], params)
     found, checked = _breaches(method, history, new, params)

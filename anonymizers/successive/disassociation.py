@@ -1,31 +1,6 @@
-"""Disassociation over successive releases: the releases with their cluster
-membership, the stable-cluster defence, and the linking adversary's attack.
-
-Attack (docs/threat-model-successive.md, Section 3.1).  A disassociated
-release names no patient, so the adversary links a patient's records across
-releases from what it knows of them; granted the patients' records (the
-``truth``), it places each record in the clusters it fits (every code
-offered, its projection on every record chunk, and on every shared chunk of
-the joint cluster, one of that chunk's subrecords) and intersects, over the
-releases, the patients whose cluster could hold the m codes it knows.  A
-patient who fits several clusters counts as a candidate if any of them could.
-
-Defence: *stable clusters with retention*.  Every patient published once
-keeps its cluster in every later release of the scope: a persisting
-patient's current record is re-disassociated in that cluster (codes it
-gained are published), a patient who left is kept with the record last
-published (nothing new is disclosed about it, and its cluster keeps its
-size), and the patients who arrived are clustered by HORPART among
-themselves.  A patient's cluster then holds the same patients in every
-release it is in, and every one of them is a candidate for any set of codes
-the patient's cluster can hold, so each patient keeps at least k candidates
-over the whole history (clusters hold at least k records).  Fewer than k new
-patients cannot form a cluster of their own: they are held back until enough
-arrive (``held_back`` in the metrics), never published unprotected.
-
-Only the method's public functions are used (``batches.plan``,
-``run_batch``, ``combine``); the algorithm's files are not changed.
-"""
+"""Disassociation over successive releases (docs/threat-model-successive.md, Section 3.1): the
+releases with their cluster membership, the linking adversary's attack, the stable-cluster defence.
+Readings chosen and why: docs/methods/successive.md#successive-disassociation."""
 
 from __future__ import annotations
 
@@ -66,7 +41,8 @@ def release(records: pd.DataFrame, config: DisassociationConfig) -> Published:
 def release_stable(records: pd.DataFrame, config: DisassociationConfig,
                    previous: Published | None) -> Published:
     """The next release of a scope under stable clusters with retention (see
-    the module docstring); the first release of a scope is a plain run."""
+    docs/methods/successive.md#successive-disassociation);
+    the first release of a scope is a plain run."""
     if previous is None:
         return release(records, config)
     s = stable_plan(records, config, previous.membership, previous.records)

@@ -1,26 +1,6 @@
-"""GCCens over successive releases: the union attack and the union-safe
-defence (docs/threat-model-successive.md, Section 3.4).
-
-Attack.  GCCens promises k-map: each released record is contained in at
-least k records of the population (Tamersoy 2011, III.5).  An adversary who
-links a patient's records across releases (equal pseudonyms, or the key when
-it is granted as ``truth``) knows the patient holds, of each code, the
-largest count any of its records shows: the *union* of its records.  Two
-runs that censor a patient differently (different final caps, or a code's
-count that grew) give a union that may be contained in fewer than k
-population records, though each record alone is k-mapped.
-
-Defence: *union-safe release*.  GCCens runs on the new sample as it is; then
-each patient published before whose new record, joined with what was
-published of it, is no longer k-mapped gets, instead, the new record capped
-at the earlier union (of each code, the smaller count), so that the union
-stays what was already published and k-mapped.  Records only lose copies,
-so the new release keeps GCCens's own guarantee (contained in the original
-record, within the final caps, k-mapped); patients who pass keep everything
-GCCens gives them.  Against a population that changed between runs the
-earlier union itself may fall below k: nothing in a new release can repair
-that, and the validate-time check refuses the run.
-"""
+"""GCCens over successive releases (docs/threat-model-successive.md, Section 3.4): the union
+attack on k-map and the union-safe defence.
+Readings chosen and why: docs/methods/successive.md#successive-gccens."""
 
 from __future__ import annotations
 
@@ -141,8 +121,9 @@ class Published:
 
 def release(sample: pd.DataFrame, population: pd.DataFrame, config: GCCensConfig,
             previous: Published | None = None, union_safe: bool = True) -> Published:
-    """A GCCens run; with ``previous`` and ``union_safe``, the defence of the
-    module docstring (``union_safe=False`` is the plain run, for the harness)."""
+    """A GCCens run; with ``previous`` and ``union_safe``, the defence of
+    docs/methods/successive.md#successive-gccens
+    (``union_safe=False`` is the plain run, for the harness)."""
     result, key = gccens(sample, population, config)
     doc = release_document(result)
     earlier = previous.unions if previous is not None else {}

@@ -1,25 +1,6 @@
-"""UGACLIP and LDA over successive releases: the linking adversary's attack
-and the append-only defence.
-
-Attack (docs/threat-model-successive.md, Sections 3.2-3.3).  Granted the
-patients' records (``truth``) the adversary reads each patient's released
-record -- UGACLIP recodes globally, so a record is the items of its codes;
-LDA's release is linked through the pseudonym map -- and intersects, over
-the releases, the patients whose released record could hold what it knows:
-for UGACLIP a privacy constraint of the policy (the combinations UGACLIP
-protects), for LDA its target's whole (code, age) trajectory (what LDA's
-k-anonymity is about).  Without ``truth`` it can only
-link records by equal pseudonyms; ``harness.pseudonym_links`` measures how
-far that goes when the truth is given.
-
-Defence: *append-only publication*.  A run publishes only the patients the
-scope has not published yet, anonymized among themselves; earlier releases
-stand as they were.  Every patient is then in exactly one release, and its
-candidates are that release's (its single-release guarantee), whatever the
-adversary links.  What it costs: a persisting patient's later codes are not
-published (``stale_pairs`` in ``coverage``), and a run with fewer than k new
-patients publishes nothing and keeps them for the next run (``held_back``).
-"""
+"""UGACLIP and LDA over successive releases (docs/threat-model-successive.md, Sections 3.2-3.3): the
+linking adversary's attack and the append-only defence.
+Readings chosen and why: docs/methods/successive.md#successive-kanon."""
 
 from __future__ import annotations
 

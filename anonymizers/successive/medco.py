@@ -1,45 +1,6 @@
-"""Comparison attacks on successive MedCo releases (issue 25).
-
-Adversary: holds releases r_1..r_n of one scope (``patient_id, code`` under
-each run's pseudonyms, the format ``python -m anonymizers dummies`` writes)
-and wants to tell the real patients of a release from its dummies.  In one
-release the flattened frequencies hide that (Zoveralli, section 3); across
-releases what persists is the question.  Each attack guesses "real" for a
-set of records of a target release; with the private truth (each release's
-dummy map) it is scored on the records with at least ``min_codes`` codes
-(smaller sets are shared by chance too often to be worth attacking):
-precision, recall, the base rate of real records among them, and the
-advantage ``precision - base_rate`` (0: the guess is no better than picking
-records at random).
-
-Attacks, each on every release it applies to:
-
-- ``seen_before``: the record's code set occurs in an earlier release (real
-  patients persist; dummies drawn anew do not).  The measured attack.
-- ``seen_in_all_before``: it occurs in every earlier release (a longer life;
-  the same as ``seen_before`` for two releases).
-- ``seen_after``: it occurs in a later release (backwards: who persisted
-  was real).
-- ``one_code_added``: not seen before, but the set less one of its codes
-  occurs in an earlier release (a real patient who gained a diagnosis).
-- ``repeated_in_release``: the set occurs twice or more in the release
-  itself.  Single-release, kept as a reference: MedCo never lets a dummy
-  repeat a released set, so only real patients can share one.
-- ``one_code_off_in_release``: the set less one of its codes is another
-  record of the release (single-release reference: real sets extend each
-  other, water-filled dummies rarely do).
-- ``seen_before_or_repeated``: the union of ``seen_before`` and
-  ``repeated_in_release``.
-- ``pseudonym_kept``: the same pseudonym held the same code set in the
-  previous release (pseudonyms that link across runs).
-- ``pseudonym_propagated``: the pseudonym, in the previous release, held a
-  set that persists into this one (``seen_after`` there), transported by
-  pseudonym: it succeeds when runs reuse a pseudonym permutation.
-
-``attack`` returns JSON-able figures; ``anonymizers.successive`` (the
-harness) calls it by module path.  ``check`` turns its verdict into a
-``Verdict`` for the validate step.
-"""
+"""Comparison attacks on successive MedCo releases (issue 25; docs/threat-model-successive.md,
+Section 3.5): can an adversary holding every release tell real patients from dummies?
+Readings chosen and why: docs/methods/successive.md#successive-medco."""
 
 from __future__ import annotations
 

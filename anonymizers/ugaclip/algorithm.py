@@ -1,101 +1,6 @@
-"""UGACLIP: utility-guided anonymization of clinical profiles (Loukides,
-Gkoulalas-Divanis & Malin, PNAS 2010, SI "UGACLIP algorithm", Algorithm 2).
-
-    D~ <- D
-    while the privacy policy P is not satisfied:
-        p <- the constraint currently associated with most patients
-        while p is not satisfied and p can still be generalized given U:
-            i <- the least frequent code of p in D~
-            u <- the utility constraint containing i
-            if u contains at least two codes:
-                generalize i with the code i' of u that minimizes IL
-                of the resulting anonymized item (Definition 2)
-            else if i appears in fewer than k records: suppress i
-        if p is not satisfied: suppress p
-    return D~
-
-Readings of the text chosen here:
-
-* *Satisfied.*  Constraint p is satisfied when the records of D~ holding
-  every item that p's unsuppressed codes map to number at least k, or when
-  all of p's codes are suppressed (the SI: "suppresses all items in p to
-  satisfy it").  A partly suppressed p is judged on what is left, because a
-  suppressed code is gone from every record and narrows nothing.  A constraint
-  that no record of D holds (a code absent from D, or a combination no patient
-  has) describes nobody and is *vacuous*: reported, never acted on.
-* *Most patients.*  p is the unsatisfied constraint with the largest support
-  in D~; ties go to the constraint listed first.
-* *Can still be generalized / least frequent code.*  Frequency in D~ is the
-  support of the code's item.  Line 8's "u contains at least two codes" is
-  glossed by the SI as "this ensures that generalizing i is possible", so it
-  is read as: u holds an unsuppressed code outside i's item.
-* *Codes in no utility constraint* (line 7 has no u for them) together form
-  one implicit constraint: they may be generalized with each other, never
-  with a code of a declared constraint.  The SI says suppression is used
-  "only when using generalization would violate the specified" policy and
-  reports little of it (Fig. S1) with utility policies of 19 diseases that
-  leave most codes uncovered, and finds diabetes codes intact in the
-  all-visits case (Table S6); neither could hold if uncovered codes could
-  only be suppressed.  Taken literally, lines 6-14 do
-  nothing when the least frequent code can neither be generalized nor
-  suppressed (support >= k), and the loop would spin; so i is the least
-  frequent code of p on which line 9 or line 12 can act, and the loop ends
-  when there is none.  Ties: lower original support, then vocabulary order.
-* *Generalize i with i'.*  Codes map to exactly one item (Definition 1), so
-  i's item and i''s item are merged; candidates i' are compared by the IL of
-  the merged item (ties: vocabulary order).  Line 11's "fewer than k records"
-  is the support of i's item in D~.
-* *Suppress p* (line 17).  The SI glosses it "suppresses all items in p to
-  satisfy it"; read as: suppress p's items one at a time (all of p's open
-  codes in one item, chosen by ``_items_to_drop``) until p holds.
-  Stopping as soon as p holds satisfies p exactly as the literal reading does, and the SI's premise (suppression "only when
-  generalization would violate the policy", little of it in Fig. S1) rules
-  out suppressing more than p needs.  Only p's codes go, not whole items:
-  the other codes of their items stay, and a record keeps an item while it
-  holds any of the item's unsuppressed codes.  (Before this reading, every
-  open code of p went at once: MEPS all-visits k=5 with ICD-9 sections lost
-  97,844 of 104,855 code occurrences; see benchmarks/ugaclip.md.)
-* *Restore* (after line 20; not a line of Algorithm 2).  Suppression can
-  leave a code suppressed that no constraint needs suppressed any more (a
-  later merge grew the items around it).  The SI's premise (suppression
-  "only when using generalization would violate the specified" policy)
-  reads as: such a code is given back.  Each suppressed code, those in
-  fewest constraints first (then vocabulary order), is put into an item of
-  its utility constraint (the items in order of their first code, then an
-  item of its own) when every constraint holding it is then held by k
-  records; giving a code back only grows one item, so no other constraint
-  loses support, but it can let a code tried earlier come back: passes are
-  repeated until one gives nothing back.  Measured in benchmarks/ugaclip.md.
-* *Exchanges* (after the restore pass; ``exchange``).  A suppressed code that
-  cannot come back alone is blocked by the constraints its return would leave
-  below k.  Where one open code x of those constraints (the only open code of
-  its constraint in its item) blocks two or more suppressed codes, x is
-  suppressed and they are given back, every constraint touched re-checked at
-  k; a move that gives back fewer than two is undone.  Same premise as the
-  restore pass (suppression only where generalization cannot satisfy the
-  policy, as little as possible): Algorithm 2's line 17 picks p's items
-  greedily, one constraint at a time, and an exchange corrects a pick that a
-  later constraint made costly.  Generalization is untouched (no item is
-  split or merged except by a code's return), so the release is still
-  "generalize within the utility constraints first, suppress only what
-  generalization cannot protect".
-* *Plan* (optional, ``plan`` / ``plan_seconds`` of ``ugaclip``; off by
-  default).  Line 17 does not say which of p's items to suppress; with a plan
-  (a suppressed set feasible for the group-generalized model, from the
-  bound's MILP: ``plan``) the item with fewest of p's open codes outside the
-  plan goes first, the rule above breaking ties.  Generalization and line 12
-  are unchanged and no code is suppressed before generalization fails, so it
-  is still Algorithm 2.  Measured in benchmarks/ugaclip.md: the exact
-  optimum on the 12-beneficiary sample, no gain in distinct codes on the full
-  data (the plan there is not good enough), far fewer occurrences.
-* Suppression can shrink an item and so lower the support of a constraint
-  satisfied earlier; the outer loop re-checks every constraint, so such a
-  constraint is taken up again (counted as ``reselections``: the cascades).  Every pass of the outer loop merges two items
-  or suppresses a code, so the loop ends after at most 2M passes.
-
-Supports are kept as bitsets (``state.ItemState``); a change marks only the
-constraints holding a code of the changed item for recomputation.
-"""
+"""UGACLIP: utility-guided anonymization of clinical profiles (Loukides, Gkoulalas-Divanis &
+Malin, PNAS 2010, SI Algorithm 2), then a restore pass and exchanges that give codes back.
+Readings chosen and why: docs/methods/ugaclip.md#ugaclip-algorithm."""
 
 from __future__ import annotations
 
@@ -207,7 +112,8 @@ class Run:
         self.trace: list[tuple] = []  # (step, constraint or code indices), for tests and audits
 
     def execute(self) -> None:
-        """Algorithm 2, then the restore pass, then exchanges (docstring)."""
+        """Algorithm 2, then the restore pass, then exchanges
+        (docs/methods/ugaclip.md#ugaclip-algorithm)."""
         self.algorithm2()
         self._restore_pass()
         exchange_pass(self)
@@ -229,7 +135,7 @@ class Run:
 
     def _restore_pass(self) -> None:
         """Give back suppressed codes that no constraint needs suppressed
-        (module docstring, *Restore*), those in fewest constraints first,
+        (docs/methods/ugaclip.md#ugaclip-algorithm, *Restore*), those in fewest constraints first,
         pass after pass until one gives nothing back."""
         before = -1
         while self.counts["restored"] > before:

@@ -1,21 +1,6 @@
-"""The two methods the SI sets UGACLIP against (Loukides et al., PNAS 2010):
-
-* ``aclip`` -- ACLIP, "UGACLIP without utility guidance": the SI says it
-  "works by applying generalization in a way that minimizes information loss
-  and without taking utility constraints into account" and "performs no
-  suppression".  Read as Algorithm 2 with one utility constraint holding
-  every code: any code may be generalized with any other (by least IL), so
-  line 12 and line 17 are never needed (an item of all codes is held by every
-  non-empty record).
-* ``suppression_only`` -- the approach of Xu et al. (KDD 2008) the SI
-  contrasts with: no generalization; while some privacy constraint is
-  unprotected (held by fewer than k records), suppress the code contained in
-  the greatest number of unprotected constraints (ties: the rarer code, then
-  vocabulary order).  The SI's unprotected "sets of items of minimal size"
-  are read as the PPE constraints, so both methods protect the same policy.
-
-Both return a ``UGACLIPResult`` the UGACLIP verifier checks unchanged.
-"""
+"""The two methods the SI sets UGACLIP against (Loukides et al., PNAS 2010): ``aclip`` (no utility
+guidance, no suppression) and ``suppression_only`` (after Xu et al., KDD 2008).
+Readings chosen and why: docs/methods/ugaclip.md#ugaclip-baselines."""
 
 from __future__ import annotations
 
@@ -52,11 +37,12 @@ class _SuppressionRun(Run):
 
 def aclip(df, privacy_policy, config: UGACLIPConfig, hierarchy=None,
           source: str = "input") -> UGACLIPResult:
-    """ACLIP (module docstring).  Utility constraints reported are none."""
+    """ACLIP (docs/methods/ugaclip.md#ugaclip-baselines).  Utility constraints reported are none."""
     return run_method(_AclipRun, df, privacy_policy, [], config, hierarchy, source)
 
 
 def suppression_only(df, privacy_policy, config: UGACLIPConfig, hierarchy=None,
                      source: str = "input") -> UGACLIPResult:
-    """Suppression-only baseline after Xu et al. (module docstring)."""
+    """Suppression-only baseline after Xu et al.
+    (docs/methods/ugaclip.md#ugaclip-baselines)."""
     return run_method(_SuppressionRun, df, privacy_policy, [], config, hierarchy, source)

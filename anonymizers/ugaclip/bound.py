@@ -1,35 +1,6 @@
-"""Lower bounds on the codes any UGACLIP-style release must suppress.
-
-A release (Definition 1 of Loukides et al., PNAS 2010, SI) maps every code to
-one anonymized item or suppresses it.  It *respects the utility policy* when
-every item lies inside one utility constraint (codes in no constraint form
-one implicit group, as ``algorithm`` reads line 7).  It *satisfies the
-privacy policy* when, for every non-vacuous constraint p, either all of p is
-suppressed or at least k records hold every item that p's unsuppressed codes
-map to (what ``anonymizers.verify.ugaclip`` checks).
-
-Why the bounds are valid.  Fix the suppressed set S.  Merging two items only
-enlarges the set of records holding the merged item, so every constraint's
-support is largest when each group g keeps all its unsuppressed codes in one
-item: a record then holds the item iff it holds a code of g \\ S.  Hence S is
-*feasible* (some release with exactly that S satisfies the policy) iff, for
-every p, the groups T_p = {g : p ∩ g ⊄ S} that p still touches satisfy
-|∩_{g ∈ T_p} holders(g \\ S)| >= k (or T_p is empty).  ``exact_min_suppression``
-minimises |S| over this condition with a MILP (records as variables: small
-samples only).  Since holders(g \\ S) ⊆ holders(g), a feasible S also meets
-
-    (R)  m(T_p) = |∩_{g ∈ T_p} holders(g)| >= k  for every p,
-
-which is monotone: m(T_p) < k means some *minimal* infrequent group set
-M ⊆ T_p has all its groups kept, so for every minimal infrequent M ⊆ G(p)
-at least one g ∈ M must have p ∩ g ⊆ S.  ``relaxed_min_suppression`` solves
-min |S| under (R) by adding these covering cuts lazily (solve, find a p whose
-kept groups are infrequent, shrink them to a minimal infrequent set, cut,
-repeat).  Every intermediate optimum minimises over a superset of the
-feasible S, so it is a lower bound; when no cut is violated it is the exact
-optimum of (R).  With a time limit, HiGHS's dual bound is used instead of
-the incumbent, so the figure stays a bound.
-"""
+"""Lower bounds on the codes any UGACLIP-style release must suppress (SI Definition 1, Loukides
+et al., PNAS 2010): relaxation (R) with lazy covering cuts; an exact MILP for small samples.
+Readings chosen and why: docs/methods/ugaclip.md#ugaclip-bound."""
 
 from __future__ import annotations
 
@@ -118,7 +89,7 @@ class _GroupBits:
 def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
                             max_rounds: int = 200, shrink: bool = False,
                             round_limit: float | None = None) -> dict:
-    """Lower bound on |S| from relaxation (R) (module docstring), or, with
+    """Lower bound on |S| from relaxation (R) (docs/methods/ugaclip.md#ugaclip-bound), or, with
     ``shrink``, from (R) strengthened by shrink cuts (``_shrink_cuts``), added
     once no (R) cut is violated.
 
@@ -352,7 +323,7 @@ def brute_force_min_suppression(problem: Problem, max_codes: int = 16) -> int:
 
 
 def exact_min_suppression(problem: Problem, time_limit: float = 300.0) -> dict:
-    """Exact minimum |S| (module docstring) as a MILP over records.
+    """Exact minimum |S| (docs/methods/ugaclip.md#ugaclip-bound) as a MILP over records.
 
     Variables: x_c (code suppressed, binary); a_pg (p keeps group g, >= 1 - x_c
     for c in p ∩ g); z_rg (record r holds g \\ S, <= sum over r ∩ g of 1 - x_c);

@@ -1,28 +1,6 @@
-"""Diagnosis code forms, so that the IL weight (Definition 2) is computed for
-every code a claim can carry rather than read as zero; ICD-9-CM (the
-default) or ICD-10-CM (``code_system="icd10cm"``, ``anonymizers.codesystems``).
-
-Claims write codes without the dot ('25000', 'V1005', 'E8889'; 'S52521A');
-the paper's tables write them with it ('250.00', 'V10.05', 'E888.9';
-ICD-10-CM's tabular list 'S52.521A').  ``dotted`` turns the first form into
-the second (ICD-9: the dot follows the 3-character category, 4 for E codes;
-ICD-10: always the 3-character category, so ICD-10's E11.9 is not ICD-9's
-E-code form); ``place`` finds the node of the code system's tree a code
-stands for, in either form, falling back to its deepest prefix (at least the
-category) that is a node: DE-SynPUF carries retired or non-billable codes
-such as '0421' (HIV with specified infections, folded into 042 in 1994) and
-'71970', which CMS v32 no longer lists; they are placed under their category
-('042', '7197').  An ICD-10-CM code the tree does not list (deleted since
-its fiscal year, or a local extension such as 'Z99999') goes under its
-deepest listed prefix ('Z99') the same way.  A code
-of neither shape ('OTHER', 'XX000', MEPS's '-1') is placed only if it is a
-node itself (a chapter or block label); otherwise ``place`` returns None and
-the caller must say so (see ``loss.SemanticWeights``).
-
-The code system of a call is its ``code_system`` argument, else the tree's
-own (``Hierarchy.code_system``, set by ``anonymizers.hierarchy.for_system``),
-else ICD-9-CM.
-"""
+"""Diagnosis code forms (dotted, undotted, retired) placed in the code system's tree, so that the
+IL weight (SI Definition 2) is computed for every code a claim can carry; ICD-9-CM or ICD-10-CM.
+Readings chosen and why: docs/methods/ugaclip.md#ugaclip-codes."""
 
 from __future__ import annotations
 

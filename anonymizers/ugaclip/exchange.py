@@ -1,22 +1,6 @@
-"""Exchanges after UGACLIP's restore pass: suppress one code, give back two.
-
-Not a line of Algorithm 2 (Loukides et al., PNAS 2010, SI).  The SI's
-premise is that suppression is used "only when using generalization would
-violate the specified privacy policy" and that it is small (Fig. S1); the
-restore pass (``algorithm``, *Restore*) gives back every code that can come
-back alone.  A suppressed code c that cannot come back is *blocked*: some
-constraint p holding c is then held by fewer than k records.  Suppressing
-an open code x of p whose item holds no other open code of p takes that item
-out of p, so p may then hold; when one such x unblocks two or more codes,
-suppressing x and giving them back lowers the number of suppressed codes.
-
-Every move is exact: x's suppression is kept only if every constraint holding
-a code of x's item is still held by k records (or fully suppressed), and each
-code comes back only if every constraint holding it is then held by k records
-(``Run.try_restore``, the restore pass's own check); a move that does not give
-back at least two codes is undone, so the count of suppressed codes only
-falls.  The release is checked by the unchanged verifier as before.
-"""
+"""Exchanges after UGACLIP's restore pass (not a line of Algorithm 2; Loukides et al., PNAS 2010,
+SI): suppress one open code, give back two or more suppressed ones, every move checked exactly.
+Readings chosen and why: docs/methods/ugaclip.md#ugaclip-exchange."""
 
 from __future__ import annotations
 

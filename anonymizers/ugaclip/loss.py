@@ -1,48 +1,6 @@
-"""Information loss of anonymized items (Loukides et al., PNAS 2010, SI
-Definition 2) and the semantic weight w it uses.
-
-    IL(i~) = (2^|i~| - 1) / (2^M - 1)  x  w(i~)  x  sup(i~, D~) / N
-
-M is the number of codes in D, N the number of records, and sup(i~, D~) the
-number of records of D~ that *contain* i~ (the SI says "are subsets of i~",
-which cannot be meant: its worked example counts the 6 of 9 patients who have
-an asthma code).
-
-The weight w.  The SI says only that w in [0, 1] measures the semantic
-distance of the item's codes, "following Xu et al. (19) and using the ICD
-coding hierarchy".  Xu et al. (KDD 2006) penalise a categorical value
-generalised to node u of a hierarchy by card(u) / |A|: the leaves under u over
-all leaves of the hierarchy, and 0 for a value left alone.  So here
-
-    w(i~) = 0                                        if |i~| = 1
-    w(i~) = leaves(LCA(codes of i~)) / leaves(root)  otherwise,
-
-with leaves counted in the tree of the data's code system
-(``anonymizers.hierarchy.for_system``): ICD-9-CM, the paper's, by default
-(``icd9cm()``, 14,567 leaves), or ICD-10-CM (``code_system="icd10cm"``,
-``icd10cm()``, 74,719 leaves).  The SI's worked example assumes w = 0.375
-rather than deriving it; the hierarchy gives w({493.00, 493.01, 493.02}) =
-3/14567.  On ICD-10-CM the same reading gives, e.g., w({J45.20, J45.21,
-J45.22}) = leaves(J452) / 74,719; the two systems' weights are each a share
-of their own tree, so IL figures are comparable within a system only.
-
-Codes are placed with ``codes.place`` in the code system of the call
-(``SemanticWeights(..., code_system=)``, else the tree's own): dotted or
-undotted ('250.00' and '25000' are one node; 'S52.521A' and 'S52521A'), and
-a retired code under its deepest prefix in the tree ('0421' under '042').  Codes that still cannot be placed (MEPS's -1
-and -9, 'OTHER', local codes) have no
-semantic distance to anything.  An item holding one of them gets the
-*fallback* weight, 1 by default: the weight of the root, the largest distance
-there is, so UGACLIP groups such a code only when nothing else is left.  The
-codes are listed in the result's metrics, not dropped.
-
-For large M, 2^|i~| / 2^M underflows double precision (IL < 1e-308 once M
-exceeds |i~| by about 1020: DE-SynPUF's M = 6,372).  IL is then not
-representable as a float; it is reported by its base-10 logarithm
-(``log10_information_loss``) and the float is None, never 0.0, which would
-claim no loss.  UGACLIP compares candidates by ``log_score``, which orders
-them exactly as IL does and never underflows.
-"""
+"""Information loss of anonymized items (Loukides et al., PNAS 2010, SI Definition 2) and its
+semantic weight w: the share of the code system's leaves under the item's lowest common ancestor.
+Readings chosen and why: docs/methods/ugaclip.md#ugaclip-loss."""
 
 from __future__ import annotations
 

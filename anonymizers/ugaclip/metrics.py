@@ -1,25 +1,6 @@
-"""Quality figures of a UGACLIP release (Loukides et al., PNAS 2010, SI).
-
-* IL per generalized item and in total (Definition 2, see ``loss``).
-* Suppression as in Fig. S1: the number of suppressions, i.e. the occurrences
-  of suppressed codes removed from records (sum over S of sup(i, D)), and the
-  number of distinct suppressed codes |S|.
-* Utility constraints satisfied.  The main text's definition is not in the
-  SI; read here as: every code of u that occurs in D is released, mapped to an
-  item that is a subset of u, so the number of patients with the disease is
-  exactly what it was.  Constraints with no code in D are listed as absent.
-* RE of COUNT queries (SI "Relative Error"): a(Q) counts the records of D
-  holding all q codes of Q; e(Q) sums over the records of D~ the probability
-  that the record holds them, each item standing for a uniformly random
-  non-empty subset of its codes and items independent.  A record holding item
-  i~ (s codes) then holds a given set of j of its codes with probability
-  2^(s-j) / (2^s - 1) (= 2^(s-1) / (2^s - 1) for one code); for codes in
-  different items these multiply, as the SI's product of p(i_r) does.  A
-  query touching a suppressed code has e(Q) = 0.  RE(Q) = |a(Q) - e(Q)| / a(Q).
-  The SI does not give its workload: here, for each size q, ``re_queries``
-  queries are drawn as q random codes of a random record with at least q
-  codes (so a(Q) >= 1), with the seeded generator.
-"""
+"""Quality figures of a UGACLIP release (Loukides et al., PNAS 2010, SI): IL (Definition 2),
+suppressions as in Fig. S1, utility constraints satisfied, and RE of COUNT queries.
+Readings chosen and why: docs/methods/ugaclip.md#ugaclip-metrics."""
 
 from __future__ import annotations
 

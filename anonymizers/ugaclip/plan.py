@@ -1,20 +1,6 @@
-"""A global suppression plan for UGACLIP's line 17 (Loukides et al., PNAS
-2010, SI Algorithm 2, "suppress p").
-
-Line 17 says to suppress p but not which of p's items, and Algorithm 2 meets
-the constraints one at a time, so a greedy pick that suits p can cost more
-codes later (the cascades counted as ``reselections``).  A *plan* is a
-suppressed set S that is feasible for the group-generalized model of
-``bound`` (every utility group keeps its unsuppressed codes in one item, and
-every constraint is then held by k records or fully suppressed), found by the
-bound's covering MILP (its last incumbent, fewest codes under the cuts so
-far) and repaired greedily with the exact check (``repair``).  Algorithm 2
-then runs unchanged (generalization first, line 12 as before) except that
-line 17 drops, among p's items, one whose codes lie in the plan first
-(``Run(plan=...)``); a plan is guidance, never a pre-suppression: a code of
-the plan is suppressed only when generalization cannot protect a constraint
-holding it.  The restore pass and exchanges follow as without a plan.
-"""
+"""A global suppression plan for UGACLIP's line 17 (Loukides et al., PNAS 2010, SI Algorithm 2):
+a feasible suppressed set from the bound's MILP, guiding which of p's items is dropped first.
+Readings chosen and why: docs/methods/ugaclip.md#ugaclip-plan."""
 
 from __future__ import annotations
 

@@ -1,31 +1,6 @@
-"""Utility policies (Loukides et al., PNAS 2010, SI "Utility Policies").
-
-A utility policy U is a list of disjoint *utility constraints*, each a set of
-codes that an analysis needs kept apart from the other codes (a disease as a
-set of ICD codes).  UGACLIP only generalizes codes together when they share a
-utility constraint.
-
-Bundled policies live in ``anonymizers/data/utility_policies/<file>.json``:
-``pnas2010`` is Table S2 (19 diseases); ``pnas2010-k2``, ``-k5``, ``-k10`` and
-``-k25`` keep the diseases that Table S1 includes for that k.  The
-transcription choices are listed in the file's ``notes``.
-
-Code systems (``anonymizers.codesystems``).  The bundled policies are
-ICD-9-CM, as the paper prints them.  ``load_utility_policy(...,
-code_system=)`` names the system of the data the policy will meet:
-
-- a policy file is checked against it: every code, normalised (dots, case,
-  spaces), must be a code of that system (an InputError names the
-  constraint otherwise);
-- a bundled (ICD-9-CM) policy asked for in ICD-10-CM is carried through a
-  GEM map (``mapping``, from ``codesystems.gem_forward``) by
-  ``UtilityPolicy.mapped``: each code becomes its one ICD-10-CM target,
-  undotted as claims write it.  The GEM is many-to-one in places; a target
-  reached from two diseases stays with the first in the table's order (the
-  constraints must stay disjoint) and is recorded in ``notes``, as are the
-  codes the map cannot carry.  Without a mapping the request is a
-  ParameterError, not a silent ICD-9 policy that matches no ICD-10 code.
-"""
+"""Utility policies (Loukides et al., PNAS 2010, SI "Utility Policies"): disjoint utility
+constraints, the bundled Tables S1-S2 policies, checked against or GEM-mapped to the data's codes.
+Readings chosen and why: docs/methods/ugaclip.md#ugaclip-policy."""
 
 from __future__ import annotations
 
@@ -140,7 +115,8 @@ def load_utility_policy(name_or_path: str, strip_dots: bool = False,
     ``constraints`` is a list of code lists or of ``{"name", "codes"}``.
     ``code_system`` (None: no check, as before code systems were named)
     checks a file's codes against that system, or carries a bundled ICD-9-CM
-    policy into ICD-10-CM through ``mapping`` (see the module docstring).
+    policy into ICD-10-CM through ``mapping`` (see
+    docs/methods/ugaclip.md#ugaclip-policy).
     """
     policy = _bundled(name_or_path)
     if policy is not None and code_system is not None and \
