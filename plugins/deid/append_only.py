@@ -36,13 +36,10 @@ import pandas as pd
 
 from anonymizers.errors import InputError
 from anonymizers.successive.kanon import new_patients
-from deid import history
+from deid import history, staging
 from deid.secret import pseudonym_key
 
 LINKS, KIND, ROWS = "published.links", "published.kind", "published."
-PLAN = "append_only.json"             # staged: this run's publication
-NEW_IDS = "append_new_ids.parquet"    # staged: source ids of the patients it publishes
-CARRIED = "append_carried.{}.parquet"  # staged: the release table as last published
 
 
 @dataclass(frozen=True)
@@ -81,13 +78,15 @@ def begin(run, rows: pd.DataFrame, params: dict) -> Plan | None:
     full = max(i for i, s in enumerate(states) if bool(s[KIND]["full"].iloc[0]))
     carried = _carried(states[full:])
     for block, frame in carried.items():
-        frame.to_parquet(run.path(CARRIED.format(block)), index=False)
-    fresh[["patient_id"]].drop_duplicates().to_parquet(run.path(NEW_IDS), index=False)
+        frame.to_parquet(run.path(staging.append_carried(block)), index=False)
+    fresh[["patient_id"]].drop_duplicates().to_parquet(run.path(staging.APPEND_NEW_IDS),
+                                                       index=False)
     plan = Plan(len(earlier) + 1, fresh, fresh["patient_id"].nunique(), held, len(done),
                 sum(len(s[LINKS]) for s in states[full:]))
-    run.write_json(PLAN, {"publication": plan.publication, "carries": earlier[-1].run_id,
-                          "fingerprint": earlier[-1].fingerprint,
-                          "blocks": sorted(carried), **metrics_of(plan)})
+    run.write_json(staging.APPEND_PLAN, {"publication": plan.publication,
+                                         "carries": earlier[-1].run_id,
+                                         "fingerprint": earlier[-1].fingerprint,
+                                         "blocks": sorted(carried), **metrics_of(plan)})
     return plan
 
 
@@ -105,7 +104,7 @@ def metrics_of(plan: Plan) -> dict:
 
 def staged(run) -> dict | None:
     """The staged plan (None: a full publication)."""
-    return run.read_json(PLAN) if run.path(PLAN).exists() else None
+    return run.read_json(staging.APPEND_PLAN) if run.path(staging.APPEND_PLAN).exists() else None
 
 
 def prefix(run) -> str:
@@ -118,7 +117,7 @@ def published_ids(run, everyone: pd.Series) -> pd.Series:
     """Source ids of the patients this run publishes."""
     if staged(run) is None:
         return pd.Series(pd.unique(everyone.astype(str)))
-    return pd.read_parquet(run.path(NEW_IDS))["patient_id"].astype(str)
+    return pd.read_parquet(run.path(staging.APPEND_NEW_IDS))["patient_id"].astype(str)
 
 
 def carried(run, block: str) -> pd.DataFrame | None:
@@ -126,7 +125,7 @@ def carried(run, block: str) -> pd.DataFrame | None:
     plan = staged(run)
     if plan is None or block not in plan["blocks"]:
         return None
-    return pd.read_parquet(run.path(CARRIED.format(block)))
+    return pd.read_parquet(run.path(staging.append_carried(block)))
 
 
 def tables(run, new: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -152,7 +151,7 @@ def verdict(run) -> list[dict]:
     plan = staged(run)
     if plan is None:
         return []
-    carried = {b: pd.read_parquet(run.path(CARRIED.format(b))) for b in plan["blocks"]}
+    carried = {b: pd.read_parquet(run.path(staging.append_carried(b))) for b in plan["blocks"]}
     ok = history.fingerprint(carried) == plan["fingerprint"]
     return [{"property": f"append-only: the release carries the last published release "
                          f"({plan['carries']}) unchanged", "ok": ok, "checked": 1,

@@ -36,7 +36,7 @@ still read here.
 
 from __future__ import annotations
 
-from deid import history
+from deid import history, staging
 from deid.secret import pseudonym_key
 
 #: inputs the verifier reads of the new release only (not stored)
@@ -79,7 +79,7 @@ def check_params(run, method: str, params: dict, releases: list = ()) -> dict:
             for c in (r.get("policy") or {}).get("constraints", []):
                 seen.setdefault(tuple(c), c)
         if not releases or any("policy" not in r for r in releases):
-            for c in run.read_json("policy.json")["constraints"]:
+            for c in run.read_json(staging.POLICY)["constraints"]:
                 seen.setdefault(tuple(c), c)
         out["constraints"] = list(seen.values())
     return out
@@ -140,9 +140,7 @@ def _unchecked(method: str, earlier: list, why: str) -> dict:
 
 def _medco_continued(run, last) -> dict:
     """MedCo's dummies continued the state of the last published release."""
-    from deid.methods.medco import STATE_FROM
-
-    began = run.read_json(STATE_FROM)
+    began = run.read_json(staging.STATE_FROM)
     prop = (f"MedCo dummies persist across releases: this run continued the state of the "
             f"last published release ({last.run_id})")
     ok = began.get("run_id") == last.run_id and bool(began.get("had_state"))

@@ -30,7 +30,7 @@ from deid import parquet_io as pio
 from deid import staging
 from deid.warehouse import connect
 
-PLAN = "screen_ranges.json"
+PLAN = staging.SCREEN_RANGES  # an alias for tests/integration/test_screening_ranges.py
 
 
 def plan(run, batch_members: int, scope: str = "TRUE", codes=None) -> list[dict]:
@@ -39,12 +39,12 @@ def plan(run, batch_members: int, scope: str = "TRUE", codes=None) -> list[dict]
     staging, their codes checked as ``codes`` (a ``deid.releases.CodePolicy``;
     ICD-9-CM's by default) says; returns ``{"index": i}`` per range.  Equal ranges keep the last
     one from being a short task that leaves a worker idle."""
-    ids = pio.distinct(run.path("claims.parquet"), "patient_id").tolist()
+    ids = pio.distinct(run.path(staging.CLAIMS), "patient_id").tolist()
     size = staging.batch_size(batch_members, len(ids))
     n = -(-len(ids) // size)
     cuts = [j * len(ids) // n for j in range(n + 1)]
     ranges = [(ids[lo], ids[hi - 1]) for lo, hi in zip(cuts, cuts[1:])]
-    run.write_json(PLAN, ranges)
+    run.write_json(staging.SCREEN_RANGES, ranges)
     _split_claims(run, scope, [hi for _, hi in ranges], codes)
     return [{"index": i} for i in range(len(ranges))]
 
@@ -55,7 +55,7 @@ def _split_claims(run, scope: str, highs: list[str], codes=None) -> None:
     query = extract_mod.claims_query(scope)
     schema = extract_mod.CLAIMS_SCHEMA
     bounds = np.array(highs, dtype=str)
-    writers = [pq.ParquetWriter(run.path(f"screen_claims.b{i}.parquet"), schema,
+    writers = [pq.ParquetWriter(run.path(staging.screen_claims(i)), schema,
                                 compression="zstd") for i in range(len(highs))]
     try:
         with connect(readonly=True) as conn, conn.cursor() as cur, extract_mod.copy_out(
@@ -90,23 +90,23 @@ def batch(run, policy, index: int) -> dict:
 
     # dates as datetime64, not Python date objects: validating those as text took a third
     # of a batch's time
-    per_claim = pq.read_table(run.path(f"screen_claims.b{index}.parquet")).to_pandas(
+    per_claim = pq.read_table(run.path(staging.screen_claims(index))).to_pandas(
         date_as_object=False)
     result = run_screen(per_claim, policy, compare=False)
     removed = pa.array(result.removed_members["member_id"].astype(str).tolist(), pa.string())
     # inputs stay until the run's cleanup, so that a retried task finds them
     pq.write_table(pa.table({"member_id": removed}),
-                   run.path(f"screen_removed.b{index}.parquet"))
+                   run.path(staging.screen_removed(index)))
     return {"index": index, "claims": len(per_claim), "members_removed": len(removed)}
 
 
 def combine(run, n_batches: int) -> dict:
     """Drop the rows of every removed member from the extract."""
     removed = pa.concat_arrays([pa.array([], pa.string())] + [
-        pq.read_table(run.path(f"screen_removed.b{i}.parquet"))["member_id"].combine_chunks()
+        pq.read_table(run.path(staging.screen_removed(i)))["member_id"].combine_chunks()
         .cast(pa.string()) for i in range(n_batches)])
-    source = pq.ParquetFile(run.path("claims.parquet"))
-    out_path = run.path("claims.screened.parquet")
+    source = pq.ParquetFile(run.path(staging.CLAIMS))
+    out_path = run.path(staging.CLAIMS_SCREENED)
     rows = kept = 0
     with pq.ParquetWriter(out_path, source.schema_arrow, compression="zstd") as writer:
         for group in range(source.num_row_groups):
@@ -116,5 +116,5 @@ def combine(run, n_batches: int) -> dict:
             rows += source.metadata.row_group(group).num_rows
             kept += table.num_rows
             writer.write_table(table)
-    out_path.replace(run.path("claims.parquet"))  # filtering again on a retry changes nothing
+    out_path.replace(run.path(staging.CLAIMS))  # filtering again on a retry changes nothing
     return {"members_removed": len(removed), "rows_removed": rows - kept, "rows_kept": kept}

@@ -57,7 +57,7 @@ class Run:
                 if isinstance(v, (int, float, str, bool)) or v is None}
 
 
-RUN_PARAMS = "run_params.json"
+RUN_PARAMS = staging.RUN_PARAMS  # an alias for tests/integration/test_sweep.py
 
 
 def prepare(run: Run, release=None, requested: dict | None = None,
@@ -96,18 +96,18 @@ def _resolve_run(run: Run, release, requested: dict, triggered_by: str | None) -
     try:
         resolved = overrides.resolve(release, requested)
     except overrides.OverrideRefused as exc:
-        run.write_json(RUN_PARAMS, {"params": None, "scope": None,
-                                    "run_record": {**record, "overrides": exc.requested}})
+        run.write_json(staging.RUN_PARAMS, {
+            "params": None, "scope": None,
+            "run_record": {**record, "overrides": exc.requested}})
         raise ValidationFailed(str(exc)) from exc
-    run.write_json(RUN_PARAMS, {"params": resolved.params, "scope": resolved.scope,
-                                "codes": release.codes.as_dict(),
-                                "run_record": {**record, "scope": resolved.scope,
-                                               "overrides": resolved.overrides}})
+    run.write_json(staging.RUN_PARAMS, {
+        "params": resolved.params, "scope": resolved.scope, "codes": release.codes.as_dict(),
+        "run_record": {**record, "scope": resolved.scope, "overrides": resolved.overrides}})
 
 
 def run_params(run: Run) -> dict:
     """``{"params", "scope", "codes", "run_record"}`` as ``prepare`` decided them."""
-    return run.read_json(RUN_PARAMS)
+    return run.read_json(staging.RUN_PARAMS)
 
 
 def code_policy(run: Run):
@@ -115,7 +115,7 @@ def code_policy(run: Run):
     a run prepared without a release, as tests and scripts do)."""
     from deid.releases import CodePolicy
 
-    path = run.path(RUN_PARAMS)
+    path = run.path(staging.RUN_PARAMS)
     staged = json.loads(path.read_text()).get("codes") if path.exists() else None
     return CodePolicy(**staged) if staged else CodePolicy()
 
@@ -124,7 +124,7 @@ def extract(run: Run, scope: str = "TRUE") -> dict:
     """The claims of the scope, their codes checked against the release
     file's code system (``deid.extract``)."""
     t0 = time.perf_counter()
-    stats = extract_mod.extract_to_parquet(run.path("claims.parquet"), scope, code_policy(run))
+    stats = extract_mod.extract_to_parquet(run.path(staging.CLAIMS), scope, code_policy(run))
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     if stats["rows"] == 0:
         raise ValidationFailed("the release's scope selects no claims: nothing to release")
@@ -172,7 +172,7 @@ def screen(run: Run, policy_version: str, scope: str = "TRUE",
 
 
 def claims(run: Run, columns=None) -> pd.DataFrame:
-    return pd.read_parquet(run.path("claims.parquet"), columns=columns)
+    return pd.read_parquet(run.path(staging.CLAIMS), columns=columns)
 
 
 VERIFY_ROWS = 1_000_000  # most claims per batch of whole patients of the verifiers
@@ -187,7 +187,7 @@ def _visit_batches(run: Run):
     """patient_id, visit_id (a visit is a claim, for the single-visit filter)
     and code, in batches of whole patients (ranges of sorted ids), re-read
     on every call, so that the verifier holds one batch at a time."""
-    path = run.path("claims.parquet")
+    path = run.path(staging.CLAIMS)
     ranges = pio.id_ranges(path, "patient_id", VERIFY_ROWS)
 
     def batches():
@@ -202,11 +202,11 @@ def privacy_policy(run: Run, k: int, filter: str) -> dict:
     claims are read a row group at a time; PPE keeps their sparse form."""
     from anonymizers.ppe import PPEConfig, extract_policy_batches
 
-    groups = map(_as_visits, pio.row_groups(run.path("claims.parquet"), VISIT_COLUMNS))
+    groups = map(_as_visits, pio.row_groups(run.path(staging.CLAIMS), VISIT_COLUMNS))
     result = extract_policy_batches(groups, PPEConfig(k=k, filter=filter),
-                                    source="claims.parquet")
+                                    source=staging.CLAIMS)
     policy = result.to_dict()
-    run.write_json("policy.json", policy)
+    run.write_json(staging.POLICY, policy)
     return {"constraints": len(policy["constraints"]), **Run.small(result.metrics)}
 
 
@@ -215,18 +215,15 @@ def method_step(run: Run, method: str, step: str, params: dict, batch: dict | No
     return fn(run, params) if batch is None else fn(run, params, batch)
 
 
-POLICY_VERDICT = "policy_verdict.json"
-
-
 def verify_policy(run: Run) -> dict:
     """PPE's verifier on the staged claims, a batch of whole patients at a
     time, beside the method's steps; ``validate`` reads its verdict."""
     from anonymizers.verify.ppe import verify_policy_batches
 
-    policy = run.read_json("policy.json")  # the verifier drops its constraints once parsed
+    policy = run.read_json(staging.POLICY)  # the verifier drops its constraints once parsed
     verdict = verify_policy_batches(_visit_batches(run), policy.pop("constraints"),
                                     policy["k"], policy["filter"]).as_dict()
-    run.write_json(POLICY_VERDICT, verdict)
+    run.write_json(staging.POLICY_VERDICT, verdict)
     return {"ok": verdict["ok"], "checked": verdict["checked"]}
 
 
@@ -234,11 +231,11 @@ def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
     """GX gates on every release table, the verifiers' verdicts, the release
     beside every earlier release of its history (``check_history``) and the
     thresholds."""
-    if not run.path(POLICY_VERDICT).exists():
+    if not run.path(staging.POLICY_VERDICT).exists():
         raise ValidationFailed("the privacy policy was not verified (no verify_policy verdict)")
     module = METHODS[method]
     source = source_index(run)
-    verdicts = [run.read_json(POLICY_VERDICT), *module.verify(run, params),
+    verdicts = [run.read_json(staging.POLICY_VERDICT), *module.verify(run, params),
                 *check_history(run, method, params),
                 *_threshold_verdicts(methods.metrics(run), thresholds)]
     gates = []
@@ -246,7 +243,7 @@ def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
         gates += validation.run_suite(table, frame, expectations)
     gates += validation.run_suite("verdicts", validation.verdict_table(verdicts),
                                   validation.verdict_expectations())
-    run.write_json("verdicts.json", {"verdicts": verdicts, "gates": [g.as_dict() for g in gates]})
+    run.write_json(staging.VERDICTS, {"verdicts": verdicts, "gates": [g.as_dict() for g in gates]})
     failed = [g for g in gates if not g.ok]
     if failed:
         bad = [v["property"] for v in verdicts if not v["ok"]]
@@ -256,9 +253,6 @@ def validate(run: Run, method: str, params: dict, thresholds: dict) -> dict:
     return {"gates": len(gates), "verdicts": {v["property"]: v["ok"] for v in verdicts}}
 
 
-CHECKED_AGAINST = "checked_against.json"
-
-
 def check_history(run: Run, method: str, params: dict) -> list[dict]:
     """The new release together with every release published before it
     (``deid.history``), by the library's independent cross-release verifier:
@@ -266,13 +260,13 @@ def check_history(run: Run, method: str, params: dict) -> list[dict]:
     before anything is loaded.  The earlier releases' run ids are staged
     first, so that the audit row names them whether the run loads or fails."""
     earlier = history.published(run.release, before=run.run_id)
-    run.write_json(CHECKED_AGAINST, [p.run_id for p in earlier])
+    run.write_json(staging.CHECKED_AGAINST, [p.run_id for p in earlier])
     return cross_release.verdicts(run, method, params, earlier)
 
 
 def checked_against(run: Run) -> list | None:
     """The run ids ``check_history`` checked the release against (None before validate)."""
-    path = staging.run_dir(run.release, run.run_id, create=False) / CHECKED_AGAINST
+    path = staging.run_dir(run.release, run.run_id, create=False) / staging.CHECKED_AGAINST
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -293,7 +287,7 @@ class SourceIndex:
 
 
 def source_index(run: Run) -> SourceIndex:
-    path = run.path("claims.parquet")
+    path = run.path(staging.CLAIMS)
     return SourceIndex(pio.distinct(path, "code"), pio.distinct(path, "patient_id"))
 
 
@@ -316,12 +310,12 @@ def report(run: Run, method: str, params: dict, run_record: dict | None = None) 
     from deid.report import policy_figure, write_report
 
     module = METHODS[method]
-    policy = run.read_json("policy.json")
+    policy = run.read_json(staging.POLICY)
     figures = [("Risk before: privacy constraints found by PPE", policy_figure(policy)),
                *module.figures(run, params)]
     shown = {**params, "run_record": run_record} if run_record is not None else params
     path = write_report(run.release, run.run_id, method, shown, methods.metrics(run),
-                        run.read_json("verdicts.json"), figures)
+                        run.read_json(staging.VERDICTS), figures)
     return {"report_path": str(path)}
 
 
@@ -343,9 +337,9 @@ def load(run: Run, method: str, params: dict, token_key: str, table: str,
                  "parts": history.parts(cross_release.kept(run, method, params),
                                         method_state(method, run))}
     restricted = {**methods.restricted(method, run, params, token_key),
-                  "policy": run.read_json("policy.json"), "history": published}
+                  "policy": run.read_json(staging.POLICY), "history": published}
     rows = sum(len(f) for f in frames.values())
-    verdicts = run.read_json("verdicts.json")
+    verdicts = run.read_json(staging.VERDICTS)
     figures = methods.metrics(run)
     versions = {**audit.get("policy_versions", {}),
                 **({f"{method}_policy": figures["policy_version"]}
@@ -376,7 +370,7 @@ def record_failure(run: Run, audit: dict, error: str) -> bool:
 
 
 def run_columns(run: Run) -> dict:
-    path = staging.run_dir(run.release, run.run_id, create=False) / RUN_PARAMS
+    path = staging.run_dir(run.release, run.run_id, create=False) / staging.RUN_PARAMS
     if not path.exists():
         return {}
     staged = json.loads(path.read_text())

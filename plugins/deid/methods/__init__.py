@@ -25,6 +25,7 @@ from __future__ import annotations
 import jsonschema
 from anonymizers.codesystems import CODE_SYSTEMS, ICD9CM
 
+from deid import staging
 from deid.methods import disassociation, form, gccens, hhp, lda, medco, ugaclip
 
 METHODS = {"medco": medco, "ugaclip": ugaclip, "disassociation": disassociation,
@@ -119,4 +120,4 @@ def restricted(method: str, run, params: dict, token_key: str) -> dict:
 
 def metrics(run) -> dict:
     """The chosen method's figures, as its steps wrote them to staging."""
-    return run.read_json("method_metrics.json")
+    return run.read_json(staging.METHOD_METRICS)

@@ -9,7 +9,7 @@ Successive releases (issue 25): stable clusters with retention
 of a release with a published history starts from the state of the last
 published run (``deid.history.last_state``): every patient published before
 keeps its cluster, a patient who left is kept with the record last published
-(staged under its keyed link, ``RETAINED``), and the arrivals are clustered
+(staged under its keyed link, ``staging.DIS_RETAINED``), and the arrivals are clustered
 by HORPART among themselves; fewer than k arrivals are held back (metric
 ``held_back``).  The new state (cluster of every published patient and the
 records the release was made from) is stored with the load (``state_parts``),
@@ -64,11 +64,7 @@ ID_COLUMNS = {"record_chunks": ("cluster_id", "chunk_id", "subrecord_id"),
 RECORD_COLUMNS = ["patient_id", "code"]
 RECORD_TYPES = {"patient_id": "string", "code": "string"}
 
-STATE_FILE = "dis_state."  # the new state, one Parquet file per part (``state_parts``)
 MEMBERSHIP, RECORDS = "dis_membership", "dis_records"  # the state's parts
-RETAINED = "dis_retained.parquet"  # patient_id (keyed link), code: published, then left
-HELD = "dis_held_back.parquet"  # patient_id: arrivals not published in this run
-SUCCESSIVE = "dis_successive.json"  # what the run made of the history (counts, no patient ids)
 
 
 def check(params: dict) -> None:
@@ -108,7 +104,7 @@ def plan(run, params) -> list[dict]:
     under stable clusters (``_stable_plan``)."""
     from anonymizers.disassociation.batches import plan_batches
 
-    claims = run.path("claims.parquet")
+    claims = run.path(staging.CLAIMS)
     key = pseudonym_key()
     since, frames = history.last_state(run.release, run.run_id)
     stable = params.get("successive_defence", True) and MEMBERSHIP in frames and RECORDS in frames
@@ -117,7 +113,7 @@ def plan(run, params) -> list[dict]:
     if previous is None:
         policy = _policy(params, claims)
         config = _config(params, policy)
-        p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source="claims.parquet")
+        p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source=staging.CLAIMS)
         held, successive = [], {}
     else:
         p, retained, held, successive = _stable_plan(run, params, previous)
@@ -127,12 +123,13 @@ def plan(run, params) -> list[dict]:
     ranges = p.batches(size, config.refine_window)
     _write_batches(run, p.rows, ranges, retained)
     pd.DataFrame({"patient_id": pd.Series(sorted(held), dtype="str")}).to_parquet(
-        run.path(HELD), index=False)
+        run.path(staging.DIS_HELD), index=False)
     _write_state(run, len(ranges), set(retained["patient_id"]), key)
-    run.write_json("dis_batches.json", {"ranges": ranges, "policy": policy,
-                                        "n_clusters": p.n_clusters, "metrics": p.metrics})
-    run.write_json(SUCCESSIVE, {"state_from": since, "stable_clusters": previous is not None,
-                                **successive})
+    run.write_json(staging.DIS_BATCHES, {"ranges": ranges, "policy": policy,
+                                         "n_clusters": p.n_clusters, "metrics": p.metrics})
+    run.write_json(staging.DIS_SUCCESSIVE, {"state_from": since,
+                                            "stable_clusters": previous is not None,
+                                            **successive})
     return [{"index": i, "clusters": hi - lo} for i, (lo, hi) in enumerate(ranges)]
 
 
@@ -168,11 +165,11 @@ def _stable_plan(run, params, previous: dict):
     from anonymizers.disassociation.batches import Plan
     from anonymizers.successive.disassociation import stable_plan
 
-    claims = run.path("claims.parquet")
+    claims = run.path(staging.CLAIMS)
     records = pd.read_parquet(claims, columns=RECORD_COLUMNS).drop_duplicates(ignore_index=True)
     n = records["patient_id"].nunique()
     if n < params["k"]:
-        raise TooFewRecords("claims.parquet", n, params["k"])
+        raise TooFewRecords(staging.CLAIMS, n, params["k"])
     published = previous[RECORDS]
     left = published[~published["patient_id"].isin(records["patient_id"])]
     policy = _policy(params, claims, left["code"].unique())
@@ -193,20 +190,20 @@ def _write_batches(run, rows: pd.DataFrame, ranges: list, retained: pd.DataFrame
     batch_of = np.searchsorted([lo for lo, _ in ranges], rows["cluster"].to_numpy(),
                                side="right") - 1
     for i in range(len(ranges)):
-        rows[batch_of == i].to_parquet(run.path(f"dis_plan.b{i}.parquet"), index=False)
+        rows[batch_of == i].to_parquet(run.path(staging.dis_plan(i)), index=False)
     patients = pd.Index(rows["patient_id"])
     lookup = np.append(batch_of, -1)  # index -1 (not planned) -> batch -1
-    paths = {i: run.path(f"dis_records.b{i}.parquet") for i in range(len(ranges))}
+    paths = {i: run.path(staging.dis_records(i)) for i in range(len(ranges))}
     with pio.ParquetAppender(paths, RECORD_TYPES) as out:
         out.append({i: pd.DataFrame({c: pd.Series(dtype="str") for c in RECORD_COLUMNS})
                     for i in paths})  # every file exists, with its schema
-        groups = pio.row_groups(run.path("claims.parquet"), RECORD_COLUMNS)
+        groups = pio.row_groups(run.path(staging.CLAIMS), RECORD_COLUMNS)
         for group in (*groups, retained[RECORD_COLUMNS]) if len(retained) else groups:
             batch = lookup[patients.get_indexer(group["patient_id"])]
             out.append({i: group[batch == i] for i in np.unique(batch[batch >= 0]).tolist()})
     for path in paths.values():
         pd.read_parquet(path).drop_duplicates(ignore_index=True).to_parquet(path, index=False)
-    retained[RECORD_COLUMNS].to_parquet(run.path(RETAINED), index=False)
+    retained[RECORD_COLUMNS].to_parquet(run.path(staging.DIS_RETAINED), index=False)
 
 
 def _linked(ids: pd.Series, retained: set, key: bytes) -> pd.Series:
@@ -219,13 +216,13 @@ def _linked(ids: pd.Series, retained: set, key: bytes) -> pd.Series:
 def _write_state(run, n_batches: int, retained: set, key: bytes) -> None:
     """The state the next run starts from: every published patient's cluster
     and the records this release is made from, by keyed link."""
-    paths = {MEMBERSHIP: run.path(f"{STATE_FILE}{MEMBERSHIP}.parquet"),
-             RECORDS: run.path(f"{STATE_FILE}{RECORDS}.parquet")}
+    paths = {MEMBERSHIP: run.path(staging.dis_state(MEMBERSHIP)),
+             RECORDS: run.path(staging.dis_state(RECORDS))}
     with pio.ParquetAppender(paths, {"patient_id": "string", "code": "string"}) as out:
         for i in range(n_batches):
-            plan_rows = pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"),
+            plan_rows = pd.read_parquet(run.path(staging.dis_plan(i)),
                                         columns=["patient_id", "cluster"])
-            records = pd.read_parquet(run.path(f"dis_records.b{i}.parquet"))
+            records = pd.read_parquet(run.path(staging.dis_records(i)))
             out.append({MEMBERSHIP: plan_rows.assign(
                             patient_id=_linked(plan_rows["patient_id"], retained, key)),
                         RECORDS: records.assign(
@@ -234,13 +231,13 @@ def _write_state(run, n_batches: int, retained: set, key: bytes) -> None:
 
 def state_parts(run) -> dict[str, pd.DataFrame]:
     """The new state as the load stores it (``deid.history`` parts ``state/<name>``)."""
-    return {name: pd.read_parquet(run.path(f"{STATE_FILE}{name}.parquet"))
+    return {name: pd.read_parquet(run.path(staging.dis_state(name)))
             for name in (MEMBERSHIP, RECORDS)
-            if run.path(f"{STATE_FILE}{name}.parquet").exists()}
+            if run.path(staging.dis_state(name)).exists()}
 
 
 def _retained(run) -> pd.DataFrame:
-    path = run.path(RETAINED)
+    path = run.path(staging.DIS_RETAINED)
     return pd.read_parquet(path) if path.exists() else \
         pd.DataFrame({c: pd.Series(dtype="str") for c in RECORD_COLUMNS})
 
@@ -250,18 +247,18 @@ def _staged_inputs(run, key: bytes) -> dict:
     fragments (a fragment's clusters start at its ``first``; its shared
     chunks name its own clusters), the plan's cluster of each record and
     the records (``deid.methods.disassociation`` stages all three)."""
-    n = len(run.read_json("dis_batches.json")["ranges"])
+    n = len(run.read_json(staging.DIS_BATCHES)["ranges"])
     clusters, shared = [], []
     for i in range(n):
-        fragment = run.read_json(f"dis_fragment.b{i}.json")
+        fragment = run.read_json(staging.dis_fragment(i))
         first, release = fragment["first"], fragment["release"]
         clusters += release["clusters"]
         shared += [{**s, "clusters": [first + c for c in s["clusters"]]}
                    for s in release.get("shared_chunks", [])]
-    membership = pd.concat([pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"),
+    membership = pd.concat([pd.read_parquet(run.path(staging.dis_plan(i)),
                                             columns=["patient_id", "cluster"]) for i in range(n)],
                            ignore_index=True)
-    truth = pd.concat([pd.read_parquet(run.path(f"dis_records.b{i}.parquet"))
+    truth = pd.concat([pd.read_parquet(run.path(staging.dis_records(i)))
                        for i in range(n)], ignore_index=True)
     return {"release": {"clusters": clusters, "shared_chunks": shared},
             "membership": membership.assign(patient_id=history.link(membership["patient_id"].astype(str), key)),
@@ -287,13 +284,13 @@ def disassociate(run, params, batch) -> dict:
     from anonymizers.disassociation.batches import run_batch
 
     i = batch["index"]
-    info = run.read_json("dis_batches.json")
-    fragment = run_batch(pd.read_parquet(run.path(f"dis_records.b{i}.parquet")),
-                         pd.read_parquet(run.path(f"dis_plan.b{i}.parquet")),
+    info = run.read_json(staging.DIS_BATCHES)
+    fragment = run_batch(pd.read_parquet(run.path(staging.dis_records(i))),
+                         pd.read_parquet(run.path(staging.dis_plan(i))),
                          _config(params, info["policy"]), info["n_clusters"])
-    run.write_json(f"dis_fragment.b{i}.json", {"first": fragment.first,
-                                               "release": fragment.release.to_json(),
-                                               "figures": fragment.figures})
+    run.write_json(staging.dis_fragment(i), {"first": fragment.first,
+                                             "release": fragment.release.to_json(),
+                                             "figures": fragment.figures})
     return {"index": i, "clusters": len(fragment.release.clusters),
             "records": fragment.release.n_records}
 
@@ -302,7 +299,7 @@ def _fragment(run, i: int):
     from anonymizers.disassociation.batches import Fragment
     from anonymizers.disassociation.release import Disassociated
 
-    doc = run.read_json(f"dis_fragment.b{i}.json")
+    doc = run.read_json(staging.dis_fragment(i))
     return Fragment(doc["first"], Disassociated.from_json(doc["release"]), doc["figures"])
 
 
@@ -311,15 +308,15 @@ def combine(run, params) -> dict:
     release is never in memory), and the release's metrics."""
     from anonymizers.disassociation.batches import Plan, Stitcher
 
-    info = run.read_json("dis_batches.json")
+    info = run.read_json(staging.DIS_BATCHES)
     stitch = Stitcher(Plan(pd.DataFrame(), info["n_clusters"], info["metrics"]))
-    with pio.ParquetAppender({b: run.path(f"dis_{b}.parquet") for b in BLOCKS},
+    with pio.ParquetAppender({b: run.path(staging.dis_block(b)) for b in BLOCKS},
                                  TABLE_TYPES) as out:
         for i in range(len(info["ranges"])):
             out.append(stitch.add(_fragment(run, i)))
     metrics = run.small({**stitch.metrics(), "held_back": 0, "retained_left": 0,
-                         **run.read_json(SUCCESSIVE)})
-    run.write_json("method_metrics.json", metrics)
+                         **run.read_json(staging.DIS_SUCCESSIVE)})
+    run.write_json(staging.METHOD_METRICS, metrics)
     return metrics
 
 
@@ -336,18 +333,18 @@ def measure(run, params) -> dict:
     is not one)."""
     from anonymizers.disassociation import metrics as dm
 
-    info = run.read_json("dis_batches.json")
+    info = run.read_json(staging.DIS_BATCHES)
     n = len(info["ranges"])
-    batch = [lambda columns=None, i=i: pd.read_parquet(run.path(f"dis_records.b{i}.parquet"),
+    batch = [lambda columns=None, i=i: pd.read_parquet(run.path(staging.dis_records(i)),
                                                        columns=columns) for i in range(n)]
     out, mre = _utility(batch, lambda i: _fragment(run, i), info["policy"], params)
     if mre is not None:
-        run.write_json("mre_histogram.json",
+        run.write_json(staging.MRE_HISTOGRAM,
                        dm.mre_histogram(mre).set_index("interval")["share"].to_dict())
-    if run.read_json(SUCCESSIVE).get("stable_clusters"):
+    if run.read_json(staging.DIS_SUCCESSIVE).get("stable_clusters"):
         out.update(_plain_utility(run, params, info["policy"]))
-    metrics = {**run.read_json("method_metrics.json"), **out}
-    run.write_json("method_metrics.json", metrics)
+    metrics = {**run.read_json(staging.METHOD_METRICS), **out}
+    run.write_json(staging.METHOD_METRICS, metrics)
     return out
 
 
@@ -405,9 +402,9 @@ def _plain_utility(run, params, policy) -> dict:
     at a time."""
     from anonymizers.disassociation.batches import plan_batches, run_batch
 
-    claims = run.path("claims.parquet")
+    claims = run.path(staging.CLAIMS)
     config = _config(params, policy)
-    p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source="claims.parquet")
+    p = plan_batches(pio.row_groups(claims, RECORD_COLUMNS), config, source=staging.CLAIMS)
     ranges = p.batches(staging.batch_size(params["batch_size"], p.n_clusters),
                        config.refine_window)
     records = pd.read_parquet(claims, columns=RECORD_COLUMNS).drop_duplicates(ignore_index=True)
@@ -431,7 +428,7 @@ def verify_batch(run, params, batch) -> dict:
     from anonymizers.verify.disassociation_tables import verify_batches
 
     i = batch["index"]
-    info = run.read_json("dis_batches.json")
+    info = run.read_json(staging.DIS_BATCHES)
     lo, hi = info["ranges"][i]
     windows = _windows(run, i, lo, hi, params["refine_window"])
     checked, bad = 0, []
@@ -441,8 +438,8 @@ def verify_batch(run, params, batch) -> dict:
             ((f"batch {i} window {j}", w) for j, w in enumerate(windows)),
             pd.read_parquet(table("clusters")), pd.read_parquet(table("shared_chunk_clusters")),
             _records_of(run), _chunk_rows(run), _shared_rows(run), params["k"], params["m"])
-    run.write_json(f"dis_verdict.b{i}.json", {"windows": [[a, b] for a, b, _ in windows],
-                                              "checked": checked, "violations": bad})
+    run.write_json(staging.dis_verdict(i), {"windows": [[a, b] for a, b, _ in windows],
+                                            "checked": checked, "violations": bad})
     return {"index": i, "checked": checked, "violations": len(bad)}
 
 
@@ -458,7 +455,7 @@ def verify(run, params) -> list[dict]:
     )
     from anonymizers.verify.verdict import Verdict
 
-    ranges = run.read_json("dis_batches.json")["ranges"]
+    ranges = run.read_json(staging.DIS_BATCHES)["ranges"]
     windows = [_windows(run, i, lo, hi, params["refine_window"])
                for i, (lo, hi) in enumerate(ranges)]
     claim = [w for part in windows for w in part]
@@ -470,7 +467,7 @@ def verify(run, params) -> list[dict]:
     bad = check_split(claim, patients, index)
     checked = 0
     for i, part in enumerate(windows):
-        path = run.path(f"dis_verdict.b{i}.json")
+        path = run.path(staging.dis_verdict(i))
         if not path.exists():
             bad.append(f"batch {i}: no verdict (its verify_batch task did not run)")
             continue
@@ -480,7 +477,7 @@ def verify(run, params) -> list[dict]:
         checked += doc["checked"]
         bad += doc["violations"]
     verdicts = [Verdict.from_violations(PROPERTY, checked, bad).as_dict()]
-    if run.read_json(SUCCESSIVE).get("stable_clusters"):
+    if run.read_json(staging.DIS_SUCCESSIVE).get("stable_clusters"):
         verdicts.append(_held_back_verdict(run, params))
     return verdicts
 
@@ -493,10 +490,10 @@ def _held_back_verdict(run, params) -> dict:
     clusters of their own), and a held-back patient is in no cluster."""
     from anonymizers.verify.verdict import Verdict
 
-    held = pd.read_parquet(run.path(HELD))["patient_id"]
-    planned = pd.concat([pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"),
+    held = pd.read_parquet(run.path(staging.DIS_HELD))["patient_id"]
+    planned = pd.concat([pd.read_parquet(run.path(staging.dis_plan(i)),
                                          columns=["patient_id"])["patient_id"]
-                         for i in range(len(run.read_json("dis_batches.json")["ranges"]))])
+                         for i in range(len(run.read_json(staging.DIS_BATCHES)["ranges"]))])
     bad = ([f"{len(held)} arrivals held back, not fewer than k={params['k']}"]
            if len(held) >= params["k"] else []) + \
         ([f"{int(held.isin(planned).sum())} held-back patient(s) are in a cluster"]
@@ -505,7 +502,7 @@ def _held_back_verdict(run, params) -> dict:
 
 
 def _table_path(run):
-    return lambda b: run.path(f"dis_{b}.parquet")
+    return lambda b: run.path(staging.dis_block(b))
 
 
 def _table_index(run):
@@ -522,8 +519,8 @@ def _table_index(run):
 def _published_patients(run) -> np.ndarray:
     """The patients the release must hold: the claims' patients but the
     arrivals held back, and the retained patients (who left)."""
-    ids = pio.distinct(run.path("claims.parquet"), "patient_id")
-    held = run.path(HELD)
+    ids = pio.distinct(run.path(staging.CLAIMS), "patient_id")
+    held = run.path(staging.DIS_HELD)
     if held.exists():
         ids = np.setdiff1d(ids, pd.read_parquet(held)["patient_id"].to_numpy(dtype=object))
     retained = _retained(run)["patient_id"].unique()
@@ -536,7 +533,7 @@ def _records_of(run):
     retained = _retained(run)
 
     def records(patients):
-        found = pio.rows_of(run.path("claims.parquet"), "patient_id", patients,
+        found = pio.rows_of(run.path(staging.CLAIMS), "patient_id", patients,
                             ["patient_id", "code"])
         if len(retained):
             mine = retained[retained["patient_id"].isin(pd.Index(np.asarray(patients,
@@ -563,7 +560,7 @@ def _windows(run, i: int, lo: int, hi: int, window: int) -> list[tuple]:
     each part's patients: the verifier holds one window's attacker sets,
     a quarter of a batch's at the default sizes.  The verifier checks the
     cut (the parts must tile the clusters and no shared chunk may span two)."""
-    plan = pd.read_parquet(run.path(f"dis_plan.b{i}.parquet"), columns=["patient_id", "cluster"])
+    plan = pd.read_parquet(run.path(staging.dis_plan(i)), columns=["patient_id", "cluster"])
     if lo == hi:  # the one empty batch of a release with no cluster
         return [(lo, hi, plan["patient_id"].to_numpy())]
     cuts = [lo, *range((lo // window + 1) * window, hi, window), hi]
@@ -580,10 +577,10 @@ def gates(run, params, source) -> Iterator[tuple]:
     retained = _retained(run)
     vocabulary = sorted(set(source.codes) | set(retained["code"]))
     for name in ("record_chunks", "item_chunks", "shared_chunks"):
-        for part in pio.row_groups(run.path(f"dis_{name}.parquet"), ["code"]):
+        for part in pio.row_groups(run.path(staging.dis_block(name)), ["code"]):
             yield (name, part, [E.ExpectColumnValuesToBeInSet(column="code", value_set=vocabulary),
                                 E.ExpectColumnValuesToNotBeNull(column="code")])
-    clusters = pd.read_parquet(run.path("dis_clusters.parquet"))
+    clusters = pd.read_parquet(run.path(staging.dis_block("clusters")))
     yield ("clusters", clusters, [
         E.ExpectColumnValuesToBeBetween(column="size", min_value=params["k"]),
         E.ExpectColumnSumToBeBetween(column="size", max_value=len(source.patients)
@@ -592,16 +589,16 @@ def gates(run, params, source) -> Iterator[tuple]:
 
 def release_tables(run, params, token_key: str) -> dict:
     """The tables as Parquet sources the load streams by row group."""
-    return {f"dis_{b}": pio.ParquetFrame(run.path(f"dis_{b}.parquet")) for b in BLOCKS}
+    return {f"dis_{b}": pio.ParquetFrame(run.path(staging.dis_block(b))) for b in BLOCKS}
 
 
 def figures(run, params) -> list:
     import matplotlib.pyplot as plt
 
-    path = run.path("mre_histogram.json")
+    path = run.path(staging.MRE_HISTOGRAM)
     if not path.exists():
         return []
-    hist = run.read_json("mre_histogram.json")
+    hist = run.read_json(staging.MRE_HISTOGRAM)
     fig, ax = plt.subplots(figsize=(8, 3))
     ax.bar(range(len(hist)), list(hist.values()))
     ax.set_xticks(range(len(hist)), list(hist.keys()), rotation=45, ha="right")

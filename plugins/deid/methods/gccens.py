@@ -23,7 +23,7 @@ from __future__ import annotations
 import pandas as pd
 
 from anonymizers.codesystems import CATEGORY_PATTERN
-from deid import history, validation
+from deid import history, staging, validation
 from deid.extract import extract_to_parquet
 from deid.methods import form
 from deid.secret import pseudonym_key
@@ -52,7 +52,7 @@ STEPS = ("censor",)
 
 
 def _population(run, params) -> pd.DataFrame:
-    claims = pd.read_parquet(run.path("claims.parquet"),
+    claims = pd.read_parquet(run.path(staging.CLAIMS),
                              columns=["patient_id", "claim_id", "code"])
     categories = params.get("gccens_codes") or []
     if categories:
@@ -65,7 +65,7 @@ def _population(run, params) -> pd.DataFrame:
 
 
 def _sample(run, population: pd.DataFrame) -> pd.DataFrame:
-    ids = pd.read_parquet(run.path("sample_ids.parquet"))["patient_id"]
+    ids = pd.read_parquet(run.path(staging.SAMPLE_IDS))["patient_id"]
     return population[population["patient_id"].isin(ids)]
 
 
@@ -77,10 +77,10 @@ def censor(run, params) -> dict:
     # each part checked alone first: "x) OR (TRUE" is one valid expression,
     # but joined as text it would let the sample escape the scope
     scope = f"({checked(params['scope'])}) AND ({checked(params['gccens_sample'])})"
-    extract_to_parquet(run.path("sample_claims.parquet"), scope, code_policy(run))
-    ids = pd.read_parquet(run.path("sample_claims.parquet"), columns=["patient_id"])
-    ids.drop_duplicates().to_parquet(run.path("sample_ids.parquet"), index=False)
-    run.path("sample_claims.parquet").unlink()
+    extract_to_parquet(run.path(staging.SAMPLE_CLAIMS), scope, code_policy(run))
+    ids = pd.read_parquet(run.path(staging.SAMPLE_CLAIMS), columns=["patient_id"])
+    ids.drop_duplicates().to_parquet(run.path(staging.SAMPLE_IDS), index=False)
+    run.path(staging.SAMPLE_CLAIMS).unlink()
     population = _population(run, params)
     result, key = gccens(_sample(run, population), population,
                          GCCensConfig(k=params["k"], caps=params["cap"], seed=params["seed"],
@@ -89,12 +89,12 @@ def censor(run, params) -> dict:
     earlier = history.published(run.release, run.run_id)
     if earlier and params.get("successive_defence", True):
         records, cul, metrics = _union_safe(run, result, key, population, params["k"], earlier)
-    records.to_parquet(run.path("released.parquet"), index=False)
-    pd.DataFrame({"patient_id": result.patients}).to_parquet(run.path("patients.parquet"))
-    key.to_parquet(run.path("key.parquet"), index=False)
-    run.write_json("final_caps.json", {str(c): int(v) for c, v in result.final_caps.items()})
-    run.write_json("method_metrics.json", metrics)
-    run.write_json("cul.json", [float(x) for x in cul])
+    records.to_parquet(run.path(staging.RELEASED), index=False)
+    pd.DataFrame({"patient_id": result.patients}).to_parquet(run.path(staging.PATIENTS))
+    key.to_parquet(run.path(staging.KEY), index=False)
+    run.write_json(staging.FINAL_CAPS, {str(c): int(v) for c, v in result.final_caps.items()})
+    run.write_json(staging.METHOD_METRICS, metrics)
+    run.write_json(staging.CUL, [float(x) for x in cul])
     return metrics
 
 
@@ -141,14 +141,14 @@ def verify(run, params) -> list[dict]:
     from anonymizers.verify.censoring import verify_gccens
 
     population = _population(run, params)
-    return [verify_gccens(pd.read_parquet(run.path("patients.parquet"))["patient_id"].tolist(),
-                          pd.read_parquet(run.path("released.parquet")),
-                          pd.read_parquet(run.path("key.parquet")), _sample(run, population),
-                          population, params["k"], run.read_json("final_caps.json")).as_dict()]
+    return [verify_gccens(pd.read_parquet(run.path(staging.PATIENTS))["patient_id"].tolist(),
+                          pd.read_parquet(run.path(staging.RELEASED)),
+                          pd.read_parquet(run.path(staging.KEY)), _sample(run, population),
+                          population, params["k"], run.read_json(staging.FINAL_CAPS)).as_dict()]
 
 
 def gates(run, params, source) -> list:
-    released = pd.read_parquet(run.path("released.parquet"))
+    released = pd.read_parquet(run.path(staging.RELEASED))
     vocabulary = _population(run, params)["code"].unique()
     return [("released", released, validation.release_records_expectations(
         ["patient_id", "code", "count"], "patient_id", "code", vocabulary,
@@ -159,10 +159,10 @@ def history_inputs(run, params, key: bytes) -> dict:
     """What the cross-release verifier (``deid.cross_release``) reads of this
     run: its records, the key (source ids as keyed links) and the population
     (linked; read of the new release only)."""
-    released = pd.read_parquet(run.path("released.parquet"))
+    released = pd.read_parquet(run.path(staging.RELEASED))
     records = [{"patient_id": p, "codes": {str(c): int(n) for c, n in zip(g["code"], g["count"])}}
                for p, g in released.groupby("patient_id", sort=False)]
-    keys = pd.read_parquet(run.path("key.parquet"))
+    keys = pd.read_parquet(run.path(staging.KEY))
     population = _population(run, params)
     return {"release": {"records": records},
             "key": keys.assign(original_id=history.link(keys["original_id"].astype(str), key)),
@@ -171,14 +171,14 @@ def history_inputs(run, params, key: bytes) -> dict:
 
 
 def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
-    released = pd.read_parquet(run.path("released.parquet"))
+    released = pd.read_parquet(run.path(staging.RELEASED))
     return {"gccens_records": released.rename(columns={"patient_id": "patient_pseudonym"})}
 
 
 def figures(run, params) -> list:
     import matplotlib.pyplot as plt
 
-    cul = run.read_json("cul.json")
+    cul = run.read_json(staging.CUL)
     fig, ax = plt.subplots(figsize=(6, 3))
     ax.hist(cul, bins=20, range=(0, 1))
     ax.set_xlabel("CUL of a record (share of its code instances censored)")

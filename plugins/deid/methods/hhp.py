@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from deid import parquet_io as pio
+from deid import staging
 from deid.methods import form
 from deid.secret import pseudonym_key
 
@@ -58,7 +59,7 @@ def _input_columns(path, params) -> list[str]:
 def _claims(run, params) -> pd.DataFrame:
     """The staged claims, dates as datetime64: as Python date objects they
     took 210 MB at 113,000 members and most of the 26 s of normalizing."""
-    path = run.path("hhp_claims.parquet")
+    path = run.path(staging.HHP_CLAIMS)
     return pq.read_table(path, columns=_input_columns(path, params)).to_pandas(
         date_as_object=False)
 
@@ -89,12 +90,12 @@ def prepare(run, params) -> list[dict]:
     from deid.extract import extract_claims_table
     from deid.steps import code_policy
 
-    extract_claims_table(run.path("hhp_claims.parquet"), params["scope"], code_policy(run))
+    extract_claims_table(run.path(staging.HHP_CLAIMS), params["scope"], code_policy(run))
     config = _config(params)
     staged = stage(lambda: _claims(run, params), config)  # the raw frame goes once normalized
     save_staged(staged, run.path("hhp_staged.npz"))
     groups = group(part_count(staged, config), params["lattice_parts_per_task"])
-    run.write_json("hhp_groups.json", groups)
+    run.write_json(staging.HHP_GROUPS, groups)
     return [{"index": i, "parts": len(g)} for i, g in enumerate(groups)]
 
 
@@ -106,9 +107,9 @@ def search(run, params, batch) -> dict:
     from anonymizers.claims.store import load_staged
 
     i = batch["index"]
-    parts = run.read_json("hhp_groups.json")[i]
+    parts = run.read_json(staging.HHP_GROUPS)[i]
     results = search_parts(load_staged(run.path("hhp_staged.npz")), _config(params), parts)
-    run.write_json(f"hhp_parts.b{i}.json", [asdict(r) for r in results])
+    run.write_json(staging.hhp_parts(i), [asdict(r) for r in results])
     return {"index": i, "parts": parts, "evaluated": sum(len(r.evaluated) for r in results)}
 
 
@@ -124,23 +125,23 @@ def release(run, params) -> dict:
 
     results = [PartResult(r["part"], node(r["chosen"]), tuple(map(node, r["evaluated"])),
                           r["complete"])
-               for i in range(len(run.read_json("hhp_groups.json")))
-               for r in run.read_json(f"hhp_parts.b{i}.json")]
+               for i in range(len(run.read_json(staging.HHP_GROUPS)))
+               for r in run.read_json(staging.hhp_parts(i))]
     result = finish(load_staged(run.path("hhp_staged.npz")), _config(params), results,
                     sum(n.seconds for r in results for n in r.evaluated))
-    result.members.to_parquet(run.path("hhp_members.parquet"), index=False)
-    result.claims.to_parquet(run.path("hhp_release_claims.parquet"), index=False)
+    result.members.to_parquet(run.path(staging.HHP_MEMBERS), index=False)
+    result.claims.to_parquet(run.path(staging.HHP_RELEASE_CLAIMS), index=False)
     # the claim's number within its member, for the load to stream the claims
     np.save(run.path("hhp_claim_numbers.npy"),
             result.claims.groupby("member_id").cumcount().to_numpy(dtype=np.int32))
-    result.key.to_parquet(run.path("key.parquet"), index=False)
-    run.write_json("hhp_metrics.json", result.metrics)
-    run.write_json("lattice.json", [{"node": str(n.levels), "risk": n.risk,
-                                     "information_loss": n.information_loss,
-                                     "candidate": n.candidate} for n in result.lattice])
+    result.key.to_parquet(run.path(staging.KEY), index=False)
+    run.write_json(staging.HHP_METRICS, result.metrics)
+    run.write_json(staging.LATTICE, [{"node": str(n.levels), "risk": n.risk,
+                                      "information_loss": n.information_loss,
+                                      "candidate": n.candidate} for n in result.lattice])
     metrics = run.small(result.metrics)
     metrics["chosen_node"] = json.dumps(result.metrics.get("chosen_node"))
-    run.write_json("method_metrics.json", metrics)
+    run.write_json(staging.METHOD_METRICS, metrics)
     return metrics
 
 
@@ -153,7 +154,7 @@ def verify(run, params) -> list[dict]:
     from anonymizers.verify.claims import verify_release_batches
     from deid.steps import VERIFY_ROWS
 
-    source = run.path("hhp_claims.parquet")
+    source = run.path(staging.HHP_CLAIMS)
     columns = _input_columns(source, params)
     ranges = pio.id_ranges(source, "member_id", VERIFY_ROWS)
 
@@ -161,10 +162,10 @@ def verify(run, params) -> list[dict]:
         for lo, hi in ranges:
             yield pio.rows_between(source, "member_id", lo, hi, columns)
 
-    return [verify_release_batches(pd.read_parquet(run.path("hhp_members.parquet")),
-                                   ReleasedClaims(run.path("hhp_release_claims.parquet")),
-                                   run.read_json("hhp_metrics.json"),
-                                   pd.read_parquet(run.path("key.parquet")), batches,
+    return [verify_release_batches(pd.read_parquet(run.path(staging.HHP_MEMBERS)),
+                                   ReleasedClaims(run.path(staging.HHP_RELEASE_CLAIMS)),
+                                   run.read_json(staging.HHP_METRICS),
+                                   pd.read_parquet(run.path(staging.KEY)), batches,
                                    policy_path=_policy(params)).as_dict()]
 
 
@@ -188,14 +189,14 @@ def gates(run, params, source) -> Iterator[tuple]:
     from deid.validation import DATE_LIKE
 
     E = gx.expectations
-    members = pd.read_parquet(run.path("hhp_members.parquet"))
-    ids = list(pio.distinct(run.path("hhp_claims.parquet"), "member_id"))
+    members = pd.read_parquet(run.path(staging.HHP_MEMBERS))
+    ids = list(pio.distinct(run.path(staging.HHP_CLAIMS), "member_id"))
     yield ("members", members, [
         E.ExpectColumnValuesToBeUnique(column="member_id"),
         E.ExpectColumnValuesToNotBeInSet(column="member_id", value_set=ids),
         E.ExpectColumnValuesToNotMatchRegex(column="member_id", regex=DATE_LIKE)])
     pseudonyms = sorted(members["member_id"])
-    for part in pio.ParquetFrame(run.path("hhp_release_claims.parquet")).chunks(GATE_ROWS):
+    for part in pio.ParquetFrame(run.path(staging.HHP_RELEASE_CLAIMS)).chunks(GATE_ROWS):
         yield ("claims", part, [
             E.ExpectColumnValuesToBeInSet(column="member_id", value_set=pseudonyms),
             *[E.ExpectColumnValuesToNotMatchRegex(column=c, regex=DATE_LIKE)
@@ -203,9 +204,9 @@ def gates(run, params, source) -> Iterator[tuple]:
 
 
 def release_tables(run, params, token_key: str) -> dict:
-    members = pd.read_parquet(run.path("hhp_members.parquet")).astype(str)
+    members = pd.read_parquet(run.path(staging.HHP_MEMBERS)).astype(str)
     return {"hhp_members": _long(members, "member_id"),
-            "hhp_claims": LongClaims(run.path("hhp_release_claims.parquet"),
+            "hhp_claims": LongClaims(run.path(staging.HHP_RELEASE_CLAIMS),
                                      np.load(run.path("hhp_claim_numbers.npy")))}
 
 
@@ -249,7 +250,7 @@ def _melt(claims: pd.DataFrame) -> pd.DataFrame:
 def figures(run, params) -> list:
     import matplotlib.pyplot as plt
 
-    nodes = run.read_json("lattice.json")
+    nodes = run.read_json(staging.LATTICE)
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ok = [n for n in nodes if n["candidate"]]
     bad = [n for n in nodes if not n["candidate"]]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import pandas as pd
 
 from anonymizers.codesystems import CATEGORY_PATTERN
-from deid import append_only, history, validation
+from deid import append_only, history, staging, validation
 from deid.methods import form
 from deid.secret import pseudonym_key
 
@@ -51,7 +51,7 @@ HISTOGRAMS = ("icd_levels", "age_levels", "ilm_by_level", "alm_by_level")
 
 
 def _pairs(run, params) -> pd.DataFrame:
-    claims = pd.read_parquet(run.path("claims.parquet"), columns=[
+    claims = pd.read_parquet(run.path(staging.CLAIMS), columns=[
         "patient_id", "code", "age_at_service"])
     categories = params.get("lda_codes") or []
     if categories:
@@ -84,22 +84,22 @@ def anonymize(run, params) -> dict:
     new = pairs if plan is None else plan.rows
     if new.empty:  # held back: nothing new; the carried trajectories are the release
         pd.DataFrame({c: pd.Series(dtype=t) for c, t in RELEASED.items()}).to_parquet(
-            run.path("released.parquet"), index=False)
+            run.path(staging.RELEASED), index=False)
         pd.DataFrame({"pseudonym": pd.Series(dtype=object), "patient_id": pd.Series(
-            dtype=object)}).to_parquet(run.path("key.parquet"), index=False)
-        run.write_json("histograms.json", {})
+            dtype=object)}).to_parquet(run.path(staging.KEY), index=False)
+        run.write_json(staging.HISTOGRAMS, {})
         metrics = {"n_pairs": 0, "n_records": 0, "ilm": 0.0, "alm": 0.0,
                    "suppressed_pairs": 0}  # nothing new published, nothing lost
     else:
         result = _lda(new, params)
-        result.records.to_parquet(run.path("released.parquet"), index=False)
-        result.pseudonym_map.to_parquet(run.path("key.parquet"), index=False)
-        run.write_json("histograms.json", {k: result.metrics[k] for k in HISTOGRAMS})
+        result.records.to_parquet(run.path(staging.RELEASED), index=False)
+        result.pseudonym_map.to_parquet(run.path(staging.KEY), index=False)
+        run.write_json(staging.HISTOGRAMS, {k: result.metrics[k] for k in HISTOGRAMS})
         metrics = run.small(result.metrics)
     if plan is not None:
         metrics = {**metrics, **append_only.metrics_of(plan),
                    **_beside_without_defence(run, params, pairs)}
-    run.write_json("method_metrics.json", metrics)
+    run.write_json(staging.METHOD_METRICS, metrics)
     return metrics
 
 
@@ -145,8 +145,8 @@ def verify(run, params) -> list[dict]:
     new = _published_pairs(run, params)
     if append_only.staged(run) is not None and new.empty:
         return out
-    return [verify_lda(pd.read_parquet(run.path("released.parquet")),
-                       pd.read_parquet(run.path("key.parquet")), new, params["k"],
+    return [verify_lda(pd.read_parquet(run.path(staging.RELEASED)),
+                       pd.read_parquet(run.path(staging.KEY)), new, params["k"],
                        code_system=params.get("code_system", "icd9cm")).as_dict(), *out]
 
 
@@ -154,18 +154,18 @@ def history_inputs(run, params, key: bytes) -> dict:
     """What the cross-release verifier (``deid.cross_release``) reads of this
     run: its trajectories, which pseudonym is which patient and the pairs
     they were made from (patients by keyed link)."""
-    released = pd.read_parquet(run.path("released.parquet")).sort_values(
+    released = pd.read_parquet(run.path(staging.RELEASED)).sort_values(
         ["patient_id", "position"], kind="stable")
     records = [{"patient_id": p, "trajectory": [[str(c), str(a)] for c, a in
                                                 zip(g["code"], g["age"])]}
                for p, g in released.groupby("patient_id", sort=False)]
     return {"release": {"records": records},
-            "map": _linked(pd.read_parquet(run.path("key.parquet")), key),
+            "map": _linked(pd.read_parquet(run.path(staging.KEY)), key),
             "truth": _linked_pairs(run, params, key)}
 
 
 def _new_rows(run) -> pd.DataFrame:
-    released = pd.read_parquet(run.path("released.parquet"))
+    released = pd.read_parquet(run.path(staging.RELEASED))
     released = released.assign(patient_id=append_only.prefix(run) + released["patient_id"])
     return released.rename(columns={"patient_id": "patient_pseudonym"}).astype(
         {"patient_pseudonym": object, "position": "int64", "code": object, "age": object})
@@ -173,14 +173,14 @@ def _new_rows(run) -> pd.DataFrame:
 
 def state_parts(run) -> dict[str, pd.DataFrame]:
     """What the next runs need (``deid.append_only``), stored with the load."""
-    published = pd.read_parquet(run.path("key.parquet"))["patient_id"]  # whom it released
+    published = pd.read_parquet(run.path(staging.KEY))["patient_id"]  # whom it released
     return append_only.state_parts(run, published, {"lda_trajectories": _new_rows(run)})
 
 
 def gates(run, params, source) -> list:
     import great_expectations as gx
 
-    released = pd.read_parquet(run.path("released.parquet"))
+    released = pd.read_parquet(run.path(staging.RELEASED))
     E = gx.expectations
     return [("released", released, [
         E.ExpectTableColumnsToMatchOrderedList(column_list=["patient_id", "position", "code",
@@ -201,7 +201,7 @@ def figures(run, params) -> list:
     import matplotlib.pyplot as plt
 
     out = []
-    for name, hist in run.read_json("histograms.json").items():
+    for name, hist in run.read_json(staging.HISTOGRAMS).items():
         fig, ax = plt.subplots(figsize=(7, 3))
         labels = list(hist.keys()) if isinstance(hist, dict) else list(range(len(hist)))
         values = list(hist.values()) if isinstance(hist, dict) else list(hist)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from deid import history, validation
+from deid import history, staging, validation
 from deid import load as load_mod
 from deid.methods import form
 from deid.secret import code_token_key, key_fingerprint, pseudonym_key
@@ -42,7 +42,7 @@ STEPS = ("cluster_codes", "dummies")
 
 
 def _patient_codes(run) -> pd.DataFrame:
-    return (pd.read_parquet(run.path("claims.parquet"), columns=["patient_id", "code"])
+    return (pd.read_parquet(run.path(staging.CLAIMS), columns=["patient_id", "code"])
             .drop_duplicates(ignore_index=True))
 
 
@@ -52,7 +52,7 @@ def cluster_codes(run, params) -> dict:
 
     result = cluster(_patient_codes(run), ClusterConfig(
         min_anonymity_set=params["min_anonymity_set"], n_clusters=params["n_clusters"]))
-    run.write_json("clusters.json", {"clusters": result.clusters})
+    run.write_json(staging.CLUSTERS, {"clusters": result.clusters})
     return {"clusters": len(result.clusters), **run.small(result.metrics)}
 
 
@@ -70,22 +70,20 @@ def dummies(run, params) -> dict:
     since, frames = history.last_state(run.release, run.run_id)
     previous = State.from_frames(_state_in(frames, patients["patient_id"], key)) \
         if frames else None
-    clusters = run.read_json("clusters.json")["clusters"] if previous is None else None
+    clusters = run.read_json(staging.CLUSTERS)["clusters"] if previous is None else None
     result, state = apply(patients, clusters, DummyConfig(seed=params["seed"],
                                                           pseudonym_key=key), previous=previous)
-    run.write_json("clusters.json", {"clusters": [list(c) for c in state.clusters]})
-    result.released.to_parquet(run.path("released.parquet"), index=False)
-    result.dummy_map.to_parquet(run.path("dummy_map.parquet"), index=False)
+    run.write_json(staging.CLUSTERS, {"clusters": [list(c) for c in state.clusters]})
+    result.released.to_parquet(run.path(staging.RELEASED), index=False)
+    result.dummy_map.to_parquet(run.path(staging.DUMMY_MAP), index=False)
     for name, frame in _state_out(state.to_frames(), key).items():
-        frame.to_parquet(run.path(f"{STATE_FILE}{name}.parquet"), index=False)
+        frame.to_parquet(run.path(staging.medco_state(name)), index=False)
     metrics = run.small(result.metrics)
-    run.write_json("method_metrics.json", metrics)
-    run.write_json(STATE_FROM, {"run_id": since, "had_state": bool(frames)})
+    run.write_json(staging.METHOD_METRICS, metrics)
+    run.write_json(staging.STATE_FROM, {"run_id": since, "had_state": bool(frames)})
     return metrics
 
 
-STATE_FILE = "medco_state."
-STATE_FROM = "state_from.json"  # the published run it continued, for deid.cross_release
 SOURCE = "source_patient_id"
 
 
@@ -107,15 +105,15 @@ def _state_in(frames: dict[str, pd.DataFrame], patient_ids: pd.Series,
 
 def state_parts(run) -> dict[str, pd.DataFrame]:
     """The new state as the load stores it (``deid.history`` parts ``state/<name>``)."""
-    return {path.name[len(STATE_FILE):-len(".parquet")]: pd.read_parquet(path)
-            for path in sorted(run.dir.glob(f"{STATE_FILE}*.parquet"))}
+    return {name: pd.read_parquet(path)
+            for name, path in staging.medco_state_files(run.dir).items()}
 
 
 def history_inputs(run, params, key: bytes) -> dict:
     """What MedCo's cross-release check (``deid.cross_release``) reads of this
     run: the release and its dummy map, source patients by keyed link."""
-    dummy_map = pd.read_parquet(run.path("dummy_map.parquet"))
-    return {"released": pd.read_parquet(run.path("released.parquet")),
+    dummy_map = pd.read_parquet(run.path(staging.DUMMY_MAP))
+    return {"released": pd.read_parquet(run.path(staging.RELEASED)),
             "dummy_map": dummy_map.assign(**{SOURCE: history.link(dummy_map[SOURCE].astype(str),
                                                                    key)})}
 
@@ -123,9 +121,9 @@ def history_inputs(run, params, key: bytes) -> dict:
 def verify(run, params) -> list[dict]:
     from anonymizers.verify.dummies import verify_dummies
 
-    verdicts = verify_dummies(_patient_codes(run), pd.read_parquet(run.path("released.parquet")),
-                              pd.read_parquet(run.path("dummy_map.parquet")),
-                              run.read_json("clusters.json")["clusters"],
+    verdicts = verify_dummies(_patient_codes(run), pd.read_parquet(run.path(staging.RELEASED)),
+                              pd.read_parquet(run.path(staging.DUMMY_MAP)),
+                              run.read_json(staging.CLUSTERS)["clusters"],
                               params["min_anonymity_set"])
     return [v.as_dict() for v in (verdicts if isinstance(verdicts, list) else [verdicts])]
 
@@ -134,8 +132,8 @@ def gates(run, params, source) -> list:
     """Released codes come from this run's claims or, for a run continuing
     a lineage, from the lineage's clusters (a carried dummy keeps the codes
     it was released with, some of which no current patient may hold)."""
-    released = pd.read_parquet(run.path("released.parquet"))
-    clustered = [c for cluster in run.read_json("clusters.json")["clusters"] for c in cluster]
+    released = pd.read_parquet(run.path(staging.RELEASED))
+    clustered = [c for cluster in run.read_json(staging.CLUSTERS)["clusters"] for c in cluster]
     vocabulary = sorted(set(source.codes) | set(clustered))
     return [("released", released, validation.release_records_expectations(
         ["patient_id", "code"], "patient_id", "code", vocabulary,
@@ -143,14 +141,14 @@ def gates(run, params, source) -> list:
 
 
 def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
-    released = pd.read_parquet(run.path("released.parquet"))
+    released = pd.read_parquet(run.path(staging.RELEASED))
     tokens = load_mod.tokenize(released["code"], code_token_key(token_key))
     return {"medco_records": pd.DataFrame({"patient_pseudonym": released["patient_id"],
                                            "code_token": tokens})}
 
 
 def restricted(run, params, token_key: str) -> dict:
-    dummy_map = pd.read_parquet(run.path("dummy_map.parquet"))
+    dummy_map = pd.read_parquet(run.path(staging.DUMMY_MAP))
     real = dummy_map[~dummy_map["is_dummy"]].set_index("source_patient_id")["pseudonym"]
     made_from = dummy_map["source_patient_id"].map(real).where(dummy_map["is_dummy"])
     return {"dummy_map": pd.DataFrame({"pseudonym": dummy_map["pseudonym"],
@@ -164,7 +162,7 @@ def figures(run, params) -> list:
     import matplotlib.pyplot as plt
 
     before = _patient_codes(run)["code"].value_counts()
-    after = pd.read_parquet(run.path("released.parquet"))["code"].value_counts()
+    after = pd.read_parquet(run.path(staging.RELEASED))["code"].value_counts()
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
     for ax, counts, title in ((axes[0], before, "real patients"),
                               (axes[1], after, "released (real + dummy)")):

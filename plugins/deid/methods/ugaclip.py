@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from deid import append_only, history, validation
+from deid import append_only, history, staging, validation
 from deid.methods import form
 from deid.secret import pseudonym_key
 
@@ -69,7 +69,7 @@ STEPS = ("generalize",)
 
 
 def _records(run) -> pd.DataFrame:
-    return (pd.read_parquet(run.path("claims.parquet"), columns=["patient_id", "code"])
+    return (pd.read_parquet(run.path(staging.CLAIMS), columns=["patient_id", "code"])
             .drop_duplicates(ignore_index=True))
 
 
@@ -86,7 +86,7 @@ def utility_policy(name: str, codes, code_system: str = "icd9cm") -> object:
 
 
 def _visits(run) -> pd.DataFrame:
-    return (pd.read_parquet(run.path("claims.parquet"), columns=["patient_id", "claim_id", "code"])
+    return (pd.read_parquet(run.path(staging.CLAIMS), columns=["patient_id", "claim_id", "code"])
             .rename(columns={"claim_id": "visit_id"}))
 
 
@@ -106,24 +106,23 @@ def _suppressed_share(result, records: pd.DataFrame) -> float:
     return result.metrics.get("suppressed_occurrences", 0) / max(len(records), 1)
 
 
-NEW_POLICY = "policy_new_patients.json"  # PPE of the patients an append-only run publishes
 
 
 def generalize(run, params) -> dict:
     """UGACLIP on the run's patients, or, with published releases, on the
     patients not published yet (``deid.append_only``)."""
     records = _records(run)
-    policy = run.read_json("policy.json")
+    policy = run.read_json(staging.POLICY)
     plan = append_only.begin(run, records, params)
     if plan is None:
         metrics = _publish(run, records, policy["constraints"], params)
-        run.write_json("method_metrics.json", metrics)
+        run.write_json(staging.METHOD_METRICS, metrics)
         return metrics
     new = _published_records(run)
     own = {**policy, "constraints": []}
     if new.empty:  # held back: nothing new; the carried rows are the release
-        run.write_json("ugaclip.json", {"k": params["k"], "items": [], "suppressed": [],
-                                        "records": [], "metrics": {}})
+        run.write_json(staging.UGACLIP, {"k": params["k"], "items": [], "suppressed": [],
+                                         "records": [], "metrics": {}})
         metrics = {"n_records": 0, "suppressed_share": 0.0, "suppressed_occurrences": 0,
                    "suppressed_codes": 0, "largest_item": 0, "n_generalized_items": 0}
     else:
@@ -133,15 +132,15 @@ def generalize(run, params) -> dict:
         own = extract_policy(visits[visits["patient_id"].isin(new["patient_id"])],
                              PPEConfig(k=params["k"], filter=policy["filter"])).to_dict()
         metrics = _publish(run, new, own["constraints"], params)
-    run.write_json(NEW_POLICY, own)
+    run.write_json(staging.NEW_POLICY, own)
     metrics = _with_successive(run, params, records, policy, metrics, plan)
-    run.write_json("method_metrics.json", metrics)
+    run.write_json(staging.METHOD_METRICS, metrics)
     return metrics
 
 
 def _publish(run, records: pd.DataFrame, constraints, params) -> dict:
     result = _anonymize(records, constraints, params)
-    run.write_json("ugaclip.json", result.to_dict())
+    run.write_json(staging.UGACLIP, result.to_dict())
     metrics = run.small(result.metrics)
     metrics["suppressed_share"] = _suppressed_share(result, records)
     return metrics
@@ -183,14 +182,14 @@ def _published_records(run) -> pd.DataFrame:
 
 def _constraints(run) -> list:
     """The privacy policy the run's UGACLIP protected."""
-    name = NEW_POLICY if append_only.staged(run) is not None else "policy.json"
+    name = staging.NEW_POLICY if append_only.staged(run) is not None else staging.POLICY
     return run.read_json(name)["constraints"]
 
 
 def _new_tables(run, first_item: int = 0) -> dict[str, pd.DataFrame]:
     """This run's rows: items numbered from ``first_item``, pseudonyms with
     the publication's prefix (``deid.append_only``)."""
-    release, prefix = run.read_json("ugaclip.json"), append_only.prefix(run)
+    release, prefix = run.read_json(staging.UGACLIP), append_only.prefix(run)
     items = pd.DataFrame([(first_item + i, c) for i, item in enumerate(release["items"])
                           for c in item], columns=["item_id", "code"])
     index = {tuple(item): first_item + i for i, item in enumerate(release["items"])}
@@ -229,10 +228,10 @@ def verify(run, params) -> list[dict]:
     if append_only.staged(run) is not None:
         if new.empty:
             return out
-        own, visits = run.read_json(NEW_POLICY), _visits(run)
+        own, visits = run.read_json(staging.NEW_POLICY), _visits(run)
         out.append(verify_policy(visits[visits["patient_id"].isin(new["patient_id"])],
                                  own["constraints"], own["k"], own["filter"]).as_dict())
-    return [verify_release(new, run.read_json("ugaclip.json"), _constraints(run),
+    return [verify_release(new, run.read_json(staging.UGACLIP), _constraints(run),
                            params["k"]).as_dict(), *out]
 
 
@@ -272,7 +271,7 @@ def history_inputs(run, params, key: bytes) -> dict:
     patients it publishes (linked; with their visits, numbered within each
     patient, under a single-visit policy: the adversary knows one claim's
     codes), and the policy they were protected under."""
-    doc, policy = run.read_json("ugaclip.json"), run.read_json("policy.json")
+    doc, policy = run.read_json(staging.UGACLIP), run.read_json(staging.POLICY)
     truth = _published_records(run)
     if policy["filter"] == "single-visit":
         visits = _visits(run)
@@ -291,7 +290,7 @@ def release_tables(run, params, token_key: str) -> dict[str, pd.DataFrame]:
 def figures(run, params) -> list:
     import matplotlib.pyplot as plt
 
-    release = run.read_json("ugaclip.json")
+    release = run.read_json(staging.UGACLIP)
     sizes = [len(i) for i in release["items"]]
     fig, ax = plt.subplots(figsize=(6, 3))
     if sizes:
