@@ -4,8 +4,9 @@ against ACLIP, a suppression-only baseline and a lower bound on suppression.
 Run from the repository root: ``python -m benchmarks.bench_ugaclip``
 (``--small`` for a quick run; ``--case NAME`` (repeatable) measures only
 those cases and keeps the other cases' figures of the results file, each
-case carrying its own ``measured_at``).  Narrative and readings:
-benchmarks/ugaclip.md.
+case carrying its own ``measured_at``; ``--bound-seconds S`` sets the lower
+bound's total time budget, default ``BOUND_SECONDS``, recorded per case as
+``budget_seconds``).  Narrative and readings: benchmarks/ugaclip.md.
 
 Data and policies (k = 5):
 
@@ -119,7 +120,8 @@ def method_figures(name, fn, df, policy) -> dict:
             "unplaced_codes": m["unplaced_codes"]}
 
 
-def one_case(df: pd.DataFrame, filt: str, level: int, exact: bool) -> dict:
+def one_case(df: pd.DataFrame, filt: str, level: int, exact: bool,
+             bound_seconds: float = BOUND_SECONDS) -> dict:
     t0 = time.perf_counter()
     policy = [list(c) for c in extract_policy(df, PPEConfig(K, filt)).constraints]
     t_ppe = time.perf_counter() - t0
@@ -139,7 +141,7 @@ def one_case(df: pd.DataFrame, filt: str, level: int, exact: bool) -> dict:
                patients, policy)}
     records = encode(patients)
     problem = build_problem(records, policy, utility, K)
-    out["lower_bound"], plan = bounds(problem, exact)
+    out["lower_bound"], plan = bounds(problem, exact, bound_seconds)
     out["plan"] = plan_figures(problem, plan)
     plan_codes = records.codes[out["plan"].pop("codes")].tolist()
     out["ugaclip_planned"] = method_figures(
@@ -155,13 +157,14 @@ def one_case(df: pd.DataFrame, filt: str, level: int, exact: bool) -> dict:
     return out
 
 
-def bounds(problem, exact: bool) -> dict:
+def bounds(problem, exact: bool, bound_seconds: float = BOUND_SECONDS) -> dict:
     """(R), then (R) with shrink cuts, in one run (``shrink``; its
     ``relaxed`` is (R)'s figure if (R)'s cuts ran out in time); the
     record-level MILP on request.  Every figure is a valid lower bound, so
     the largest is the one to use."""
-    shrink = relaxed_min_suppression(problem, time_limit=BOUND_SECONDS,
+    shrink = relaxed_min_suppression(problem, time_limit=bound_seconds,
                                      round_limit=ROUND_SECONDS, shrink=True)
+    shrink["budget_seconds"] = bound_seconds
     shrink.pop("suppressed")
     incumbent = shrink.pop("incumbent")
     out = {"shrink": shrink}
@@ -186,7 +189,7 @@ CASES = ("meps_single-visit", "meps_all-visits", "synpuf_single-visit", "synpuf_
          "synpuf_sample_single-visit_exact")
 
 
-def main(small: bool = False, cases=CASES) -> dict:
+def main(small: bool = False, cases=CASES, bound_seconds: float = BOUND_SECONDS) -> dict:
     name = "ugaclip_small" if small else "ugaclip"
 
     def figures() -> dict:
@@ -197,10 +200,12 @@ def main(small: bool = False, cases=CASES) -> dict:
         for case in cases:
             source, filt = case.split("_")[0], case.split("_")[1]
             if case.endswith("_exact"):
-                out[case] = one_case(load_synpuf(EXACT_SAMPLE), "single-visit", 1, exact=True)
+                out[case] = one_case(load_synpuf(EXACT_SAMPLE), "single-visit", 1, exact=True,
+                                     bound_seconds=bound_seconds)
                 continue
             df = loaded.setdefault(source, data[source]())
-            out[case] = one_case(df, filt, 2 if source == "meps" else 1, exact=False)
+            out[case] = one_case(df, filt, 2 if source == "meps" else 1, exact=False,
+                                 bound_seconds=bound_seconds)
         if tuple(cases) != CASES:  # the other cases keep their last measured figures
             path = RESULTS / f"{name}.json"
             kept = json.loads(path.read_text())["figures"] if path.exists() else {}
@@ -216,5 +221,7 @@ if __name__ == "__main__":
     parser.add_argument("--small", action="store_true", help="400 MEPS patients, 40 DE-SynPUF")
     parser.add_argument("--case", action="append", choices=CASES,
                         help="measure only this case (repeatable); default: all")
+    parser.add_argument("--bound-seconds", type=float, default=BOUND_SECONDS,
+                        help=f"the lower bound's total time budget per case (default {BOUND_SECONDS:g})")
     args = parser.parse_args()
-    main(small=args.small, cases=tuple(args.case or CASES))
+    main(small=args.small, cases=tuple(args.case or CASES), bound_seconds=args.bound_seconds)
