@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -129,15 +130,16 @@ def test_gccens_sample_cannot_escape_the_scope(monkeypatch):
     class Stop(Exception):
         pass
 
-    def capture(path, joined):
+    def capture(path, joined, codes=None):
         seen.append(joined)
         raise Stop
 
     seen = []
     monkeypatch.setattr(gccens, "extract_to_parquet", capture)
     with pytest.raises(Stop):
-        gccens.censor(SimpleNamespace(path=str), {"scope": "c.clm_from_dt >= '2010-01-01'",
-                             "gccens_sample": "TRUE) OR (c.desynpuf_id LIKE '%'"})
+        run = SimpleNamespace(path=lambda name: Path("no-such-dir") / name)  # no staged params
+        gccens.censor(run, {"scope": "c.clm_from_dt >= '2010-01-01'",
+                            "gccens_sample": "TRUE) OR (c.desynpuf_id LIKE '%'"})
     assert seen == ["(c.clm_from_dt >= '2010-01-01') AND (TRUE OR c.desynpuf_id LIKE '%')"]
 
 

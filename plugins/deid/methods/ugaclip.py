@@ -55,9 +55,13 @@ def policy_system(name: str, code_system: str) -> int | None:
     """The hierarchy level of policy ``name`` (None: a listed policy), after
     checking that its codes are ``code_system``'s: the paper's lists
     (``pnas2010*``) hold ICD-9-CM codes."""
+    from anonymizers.errors import ParameterError
     from anonymizers.policies import level_of
 
-    level = level_of(name, code_system)
+    try:
+        level = level_of(name, code_system)
+    except ParameterError as exc:  # the form's own "<param>: <problem>"
+        raise ValueError(f"utility_policy: {exc.problem}") from None
     if level is None and code_system != "icd9cm":
         raise ValueError(f"utility_policy: {name} lists icd9cm codes; the release's claims are "
                          f"{code_system}: name a level policy of their system "
