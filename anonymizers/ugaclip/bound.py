@@ -20,18 +20,30 @@ from anonymizers.ugaclip.state import popcount
 class Problem:
     """Encoded instance: ``matrix`` records x codes (0/1 CSR), ``group`` the
     group id of each code, ``constraints`` lists of code indices (present in
-    the data, non-vacuous), threshold ``k``."""
+    the data, non-vacuous), threshold ``k``; ``weights`` the cost of
+    suppressing each code (None: 1 each, the distinct-codes measure of Fig.
+    S1B; the codes' occurrences give Fig. S1A's measure).  Weights must be
+    non-negative integers so that a dual bound can be rounded up."""
 
     matrix: sp.csr_matrix
     group: np.ndarray
     constraints: list
     k: int
+    weights: np.ndarray | None = None
+
+    def cost(self) -> np.ndarray:
+        n_codes = self.matrix.shape[1]
+        return np.ones(n_codes) if self.weights is None else \
+            np.asarray(self.weights, dtype=float)
 
 
-def build_problem(records, constraints, utility_groups, k: int) -> Problem:
+def build_problem(records, constraints, utility_groups, k: int,
+                  weigh_occurrences: bool = False) -> Problem:
     """From ``Records``, constraints (code strings) and utility constraints
     (code strings; codes in none form one extra group).  Constraints holding a
-    code absent from the data, or held by no record, are vacuous and dropped."""
+    code absent from the data, or held by no record, are vacuous and dropped.
+    ``weigh_occurrences`` bounds suppressed occurrences (Fig. S1A) instead of
+    distinct codes (Fig. S1B)."""
     index = {c: i for i, c in enumerate(records.codes)}
     group = np.full(records.n_codes, -1, dtype=np.int64)
     for g, u in enumerate(utility_groups):
@@ -46,7 +58,10 @@ def build_problem(records, constraints, utility_groups, k: int) -> Problem:
         rows = _holders_of_all(csc, q)
         if rows > 0:
             kept.append(q)
-    return Problem(records.matrix, group, kept, int(k))
+    weights = None
+    if weigh_occurrences:
+        weights = np.asarray(records.matrix.sum(axis=0)).ravel().astype(np.int64)
+    return Problem(records.matrix, group, kept, int(k), weights)
 
 
 def _holders_of_all(csc, cols) -> int:
@@ -130,7 +145,7 @@ def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        value, x, solved = _solve_cover(parts, cuts, problem.matrix.shape[1],
+        value, x, solved = _solve_cover(parts, cuts, problem.cost(),
                                         min(left, round_limit or left))
         best = max(best, value)
         history.append((round(time.perf_counter() - t0, 1), len(cuts), int(value), solved))
@@ -240,11 +255,12 @@ def _minimal_codes(bits: _CodeBits, groups: list, chosen: np.ndarray, k: int) ->
     return tuple(sorted(keep))
 
 
-def _solve_cover(parts, cuts, n_codes, time_limit):
-    """min sum x s.t. every cut (p, M, C) has some g in M with p ∩ g ⊆ S or
+def _solve_cover(parts, cuts, weights, time_limit):
+    """min sum w x s.t. every cut (p, M, C) has some g in M with p ∩ g ⊆ S or
     some code of C kept: sum_M y[p, g] - sum_C x[c] >= 1 - |C|.
     y[p, g] (continuous) <= x[c] for c in p ∩ g stands for "p ∩ g suppressed"
     where p ∩ g has several codes; a single code uses x[c] itself."""
+    n_codes = len(weights)
     yvar: dict[tuple, int] = {}
     rows, cols, vals, lo = [], [], [], []
     n_rows = 0
@@ -277,7 +293,7 @@ def _solve_cover(parts, cuts, n_codes, time_limit):
         n_rows += 1
     a = sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_vars))
     lb, ub = np.array(lo).T
-    cost = np.r_[np.ones(n_codes), np.zeros(n_vars - n_codes)]
+    cost = np.r_[weights, np.zeros(n_vars - n_codes)]
     integrality = np.r_[np.ones(n_codes), np.zeros(n_vars - n_codes)]
     res = milp(cost, constraints=LinearConstraint(a, lb, ub), integrality=integrality,
                bounds=Bounds(0, 1), options={"time_limit": max(time_limit, 1.0)})

@@ -64,6 +64,25 @@ def test_bounds_order_relaxed_exact_and_ugaclip(recs, k):
     assert truth <= len(result.suppressed)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(record, min_size=3, max_size=9), st.integers(2, 3))
+def test_occurrence_weighted_bound_is_the_weighted_minimum(recs, k):
+    """Weighted by occurrences (Fig. S1A), the converged bound equals the
+    lightest feasible set found by enumeration, and every round is below it."""
+    import itertools
+
+    df = to_df(recs)
+    policy = [list(c) for c in extract_policy(df, PPEConfig(k)).constraints]
+    problem = build_problem(encode(df), policy, GROUPS, k, weigh_occurrences=True)
+    w = problem.cost()
+    codes = sorted({c for p in problem.constraints for c in p})
+    truth = min(sum(w[list(s)]) for n in range(len(codes) + 1)
+                for s in itertools.combinations(codes, n) if feasible(problem, s))
+    shrink = relaxed_min_suppression(problem, time_limit=30, shrink=True)
+    assert shrink["optimal"] and shrink["bound"] == truth
+    assert relaxed_min_suppression(problem, max_rounds=1, shrink=True)["bound"] <= truth
+
+
 def test_exact_bound_on_a_case_worked_by_hand():
     # k=2.  P1 {a1,b1}, P2 {a2,b2}, P3 {a3}, P4 {b1}.  Constraints {a1,b1}, {a2,b2}
     # (each held once).  Generalizing A={a1,a2,a3} and B={b1,b2}: P1, P2 hold both
