@@ -15,6 +15,9 @@ from deid.paths import var_dir
 
 DEMO_MEMBERS = 3000
 DEMO_SEED = 2008
+# the release the demo runs, by the code system of its claims: a release
+# reads one code system, and the ICD-9 release refuses ICD-10 claims
+RELEASE_FILES = {"icd9cm": "medco_codes.yaml", "icd10cm": "medco_codes_icd10.yaml"}
 
 
 def token_key() -> str:
@@ -44,6 +47,14 @@ def ensure_demo_data(code_system: str = "icd9cm") -> dict:
         counts = demo_data.load_synthetic(DEMO_MEMBERS, DEMO_SEED, replace=True,
                                           code_system=code_system)
     return counts
+
+
+def demo_release(code_system: str):
+    """The release (``deid.releases.Release``) the demo runs on claims in ``code_system``."""
+    from deid.paths import ROOT
+    from deid.releases import load_release
+
+    return load_release(ROOT / "releases" / RELEASE_FILES[code_system])
 
 
 def run_dag(dag_id: str = "deid_medco_codes", conf: dict | None = None):
@@ -88,12 +99,13 @@ def main(argv=None) -> int:
     os.environ.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", token_key())
     counts = ensure_demo_data(args.code_system)
     print(f"source tables ({args.code_system}): {counts}")
-    dagrun = run_dag()
+    release = demo_release(args.code_system)
+    dagrun = run_dag(release.dag_id)
     state = str(getattr(dagrun, "state", dagrun))
     print(f"DAG run finished: {state}")
     if "success" not in state:
         return 1
-    print(json.dumps(summary(), indent=2, default=str))
+    print(json.dumps(summary(release.name), indent=2, default=str))
     return 0
 
 
