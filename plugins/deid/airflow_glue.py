@@ -19,7 +19,10 @@ def current_run(release: str) -> steps.Run:
 
 
 def no_retry_on_bad_data(fn):
-    """Bad input and failed gates fail the task at once; other errors may retry."""
+    """Bad input and failed gates fail the task at once; other errors may retry.
+    Their message is the whole story (file, row, field; never a value), so the
+    task log gets that one line under Airflow's own frames, not the chain of
+    the library's internals."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         from airflow.sdk.exceptions import AirflowFailException
@@ -27,7 +30,7 @@ def no_retry_on_bad_data(fn):
         try:
             return fn(*args, **kwargs)
         except (steps.ValidationFailed, AnonymizerError) as exc:
-            raise AirflowFailException(str(exc)) from exc
+            raise AirflowFailException(str(exc)) from None
     return wrapper
 
 
