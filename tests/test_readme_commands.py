@@ -38,9 +38,11 @@ def test_loads_the_files_and_prints_the_rows_of_each(sample_files, empty_source)
     files = [p for p in sample_files if "Prescription" not in p.name]
     run = _load(*files)
     assert run.returncode == 0, run.stderr
-    # Airflow's log lines (the warehouse lookup asks Airflow) may share stdout
-    printed = dict(line.rsplit(": ", 1) for line in run.stdout.splitlines()
-                   if re.fullmatch(r"\S+: \d+ rows", line))
+    # stdout is the result alone: Airflow's log lines (the warehouse lookup
+    # asks Airflow) go to stderr
+    assert all(re.fullmatch(r"\S+: \d+ rows", line) for line in run.stdout.splitlines()), \
+        run.stdout
+    printed = dict(line.rsplit(": ", 1) for line in run.stdout.splitlines())
     assert list(printed) == [p.name for p in files]
     rows = [int(v.removesuffix(" rows")) for v in printed.values()]
     assert sum(rows) == _source_rows(empty_source) > 0
@@ -71,3 +73,20 @@ def test_a_malformed_file_rolls_back_every_file(sample_files, empty_source, tmp_
 def test_a_missing_file_is_a_usage_error(tmp_path):
     run = _load(tmp_path / "DE1_0_2008_Beneficiary_Summary_File_Sample_1.csv")
     assert run.returncode == 2 and "no such file" in run.stderr
+
+
+def test_without_airflow_metadata_it_says_so_in_one_line(sample_files, tmp_path):
+    """No metadata DB under AIRFLOW_HOME: the connection lookup fails, which is
+    said in one line (no traceback) and starts no embedded warehouse."""
+    import os
+
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "no_airflow"),
+           "DEID_VAR_DIR": str(tmp_path / "var")}
+    for name in ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW_CONN_WAREHOUSE"):
+        env.pop(name, None)
+    run = subprocess.run([sys.executable, "-m", "deid.synpuf_loader", str(sample_files[0])],
+                         capture_output=True, text=True, timeout=300, check=False, env=env)
+    assert run.returncode == 1 and run.stdout == ""
+    assert len(_errors(run)) == 1 and "airflow db migrate" in _errors(run)[0]
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "var" / "warehouse").exists()

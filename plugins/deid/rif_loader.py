@@ -280,7 +280,6 @@ def main(argv: list[str] | None = None) -> int:
     it beside DE-SynPUF.  A malformed file: one line naming the file, row and
     field on stderr, exit status 2, nothing loaded."""
     import argparse
-    import sys
 
     parser = argparse.ArgumentParser(
         prog="python -m deid.rif_loader",
@@ -300,14 +299,17 @@ def main(argv: list[str] | None = None) -> int:
     if not any(kind_of(p)[0] != "beneficiary" for p in files):
         parser.error(f"{args.folder}: no CCW RIF claim file (carrier.csv.gz, ...)")
     from deid import warehouse
+    from deid.console import fail, logs_to_stderr
 
     try:
-        if warehouse.is_embedded():
-            warehouse.ensure_schemas()
-        counts = load_files(files, args.drop_unknown, args.replace)
+        with logs_to_stderr():
+            if warehouse.is_embedded():
+                warehouse.ensure_schemas()
+            counts = load_files(files, args.drop_unknown, args.replace)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc, 2)
+    except warehouse.WarehouseError as exc:  # not reachable, or no Airflow metadata DB
+        return fail(exc, 1)
     for name in TABLES:
         print(f"source.{name}: {counts[name]} rows")
     print(f"unknown codes dropped: {counts['unknown_codes_dropped']}")

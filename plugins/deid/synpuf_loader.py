@@ -175,16 +175,19 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             parser.error(f"{path}: no such file")
     from deid import warehouse
+    from deid.console import fail, logs_to_stderr
 
     try:
-        for path in args.files:  # a file of another kind stops it before the warehouse
-            kind_of(path)
-        if warehouse.is_embedded():
-            warehouse.ensure_schemas()
-        counts = load_files(args.files, args.code_system)
+        with logs_to_stderr():
+            for path in args.files:  # a file of another kind stops it before the warehouse
+                kind_of(path)
+            if warehouse.is_embedded():
+                warehouse.ensure_schemas()
+            counts = load_files(args.files, args.code_system)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc, 2)
+    except warehouse.WarehouseError as exc:  # not reachable, or no Airflow metadata DB
+        return fail(exc, 1)
     for name, rows in counts.items():
         print(f"{name}: {rows} rows")
     return 0

@@ -96,7 +96,9 @@ def _local_connection():
         except Exception as exc:  # noqa: BLE001 - reported as one line below
             raise WarehouseError(f"could not look up the {CONN_ID!r} connection in "
                                  f"{type(backend).__name__}: {_first_line(exc)}; "
-                                 "no embedded warehouse started") from None
+                                 "no embedded warehouse started (is Airflow's metadata "
+                                 "database set up? `airflow db migrate` under AIRFLOW_HOME)"
+                                 ) from None
         if conn:
             return conn
     return None
