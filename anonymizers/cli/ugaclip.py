@@ -17,7 +17,6 @@ from anonymizers.cli.options import (
     config_from_args,
 )
 from anonymizers.errors import ParameterError
-from anonymizers.hierarchy import for_system
 from anonymizers.io import (
     CODE_VERSION,
     add_code_system_arguments,
@@ -49,7 +48,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    config = config_from_args(UGACLIPConfig, args)
+    config = config_from_args(UGACLIPConfig, args, code_system=args.code_system)
     policy = policy_from_dict(read_json(args.privacy_policy), source=str(args.privacy_policy))
     if config.k > policy.k:
         raise ParameterError("k", f"the privacy policy was extracted with k={policy.k}, so it "
@@ -60,8 +59,7 @@ def run(args) -> int:
                         args.gem, keep_spelling=True)
     df = clean.table
     utility = _utility_policy(args, df["code"].unique())
-    result = ugaclip(df, policy.constraints, utility, config, source=str(args.input),
-                     hierarchy=for_system(args.code_system))
+    result = ugaclip(df, policy.constraints, utility, config, source=str(args.input))
     release = result.to_dict()
     release["metrics"].update(seed=config.seed, **clean.metrics(args.code_system))
     if args.verify:

@@ -9,7 +9,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from anonymizers.errors import InputError
-from anonymizers.hierarchy import Hierarchy, icd9cm
+from anonymizers.hierarchy import Hierarchy, for_system
 from anonymizers.io import check_no_nulls
 from anonymizers.records import Records, encode
 from anonymizers.ugaclip.exchange import exchange_pass
@@ -28,9 +28,10 @@ def ugaclip(df: pd.DataFrame, privacy_policy, utility_policy, config: UGACLIPCon
 
     ``privacy_policy`` is a list of code lists (or a ``PPEResult``);
     ``utility_policy`` a ``UtilityPolicy`` or a list of disjoint code lists;
-    ``hierarchy`` gives the semantic weight (default: ICD-9-CM).  Line 17 may
-    be guided by a suppression plan (docstring, *Plan*): ``plan`` (codes) as
-    given, or computed in ``plan_seconds`` (0: no plan, Algorithm 2's own pick).
+    ``hierarchy`` gives the semantic weight (default: the tree of
+    ``config.code_system``).  Line 17 may be guided by a suppression plan
+    (docstring, *Plan*): ``plan`` (codes) as given, or computed in
+    ``plan_seconds`` (0: no plan, Algorithm 2's own pick).
     """
     return run_method(Run, df, privacy_policy, utility_policy, config, hierarchy, source,
                       plan_seconds=plan_seconds, plan=plan)
@@ -46,7 +47,8 @@ def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
     constraints = [list(c) for c in getattr(privacy_policy, "constraints", privacy_policy)]
     if not isinstance(utility_policy, UtilityPolicy):
         utility_policy = UtilityPolicy.from_lists([list(u) for u in utility_policy])
-    weights = SemanticWeights(records.codes, hierarchy or icd9cm(), config.unplaced_weight)
+    weights = SemanticWeights(records.codes, hierarchy or for_system(config.code_system),
+                              config.unplaced_weight)
     run = kind(records, constraints, utility_policy, config.k, weights)
     if plan_seconds > 0 and plan is None:
         run.plan_info = suppression_plan(records, constraints, utility_policy.constraints,

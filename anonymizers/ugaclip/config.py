@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from anonymizers.codesystems import CODE_SYSTEMS
 from anonymizers.declare import param, parameters, pseudonym_key, validate
 
 
@@ -31,6 +32,13 @@ class UGACLIPConfig:
                                    exclusive_minimum=True,
                                    doc="Semantic weight w of an item holding a code the "
                                    "hierarchy cannot place (see anonymizers.ugaclip.loss).")
+    # on the command line --code-system is an option of every command reading codes
+    # (anonymizers.io.add_code_system_arguments)
+    code_system: str = param(
+        "icd9cm", kind="str", choices=CODE_SYSTEMS, cli=False,
+        doc="Code system of the data (anonymizers.codesystems): with no hierarchy given, "
+        "the semantic weights of information loss are shares of this system's tree, in "
+        "which the codes are placed (anonymizers.ugaclip.codes.place).")
     pseudonym_key: bytes | None = pseudonym_key()
 
     def __post_init__(self):

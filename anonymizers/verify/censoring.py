@@ -169,35 +169,68 @@ def _sample_outside_population(originals: dict, population_t: pd.DataFrame) -> l
 
 def _k_map(patients: list[str], released: dict, population_t: pd.DataFrame, k: int) -> list:
     """dis of every released record, computed once per distinct multiset."""
-    pid, ids = pd.factorize(population_t["patient_id"])
-    counts = population_t["n"].to_numpy()
-    holders = {c: (pid[idx], counts[idx])
-               for c, idx in population_t.groupby("code", sort=False).indices.items()}
+    holders = _Holders(population_t)
     dis: dict[tuple, int] = {}
     out = []
     for p in dict.fromkeys(patients):
         d = tuple(sorted(released[p].items()))
         if d not in dis:
-            dis[d] = _containing(d, holders, len(ids))
+            dis[d] = holders.containing(d)
         if dis[d] < k:
             out.append(f"record {p!r} is contained in {dis[d]} population record(s), "
                        f"fewer than k={k}")
     return out
 
 
-def _containing(multiset: tuple, holders: dict, n_population: int) -> int:
-    """Population records holding at least ``t`` copies of ``c`` for every
-    ``(c, t)`` of the multiset."""
-    if not multiset:
-        return n_population
-    sets = []
-    for code, t in multiset:
-        who, n = holders.get(code, (np.empty(0, dtype=np.int64), np.empty(0)))
-        sets.append(who[n >= t])  # one row per (patient, code): no repeats
-    sets.sort(key=len)
-    alive = sets[0]
-    for other in sets[1:]:
-        if len(alive) == 0:
-            break
-        alive = alive[np.isin(alive, other, assume_unique=True, kind="table")]
-    return len(alive)
+class _Holders:
+    """The population records holding at least ``t`` copies of a code ``c``.
+
+    Each set ``(c, t)`` is built once: as the sorted record numbers when few
+    records hold it, as a bitset over the population when more than
+    ``1 / DENSE`` of it do (n / 8 bytes, the size of n / 64 record numbers).
+    ``containing`` then costs one pass over the smallest set, or bitset ANDs
+    when every set is large, never a pass over the population per multiset.
+    """
+
+    DENSE = 64
+
+    def __init__(self, population_t: pd.DataFrame):
+        pid, ids = pd.factorize(population_t["patient_id"])
+        counts = population_t["n"].to_numpy()
+        self.n = len(ids)
+        self._by_code = {c: (pid[idx], counts[idx]) for c, idx
+                         in population_t.groupby("code", sort=False).indices.items()}
+        self._sets: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray | None]] = {}
+
+    def containing(self, multiset: tuple) -> int:
+        """Population records holding at least ``t`` copies of ``c`` for every
+        ``(c, t)`` of the multiset."""
+        if not multiset:
+            return self.n
+        sets = sorted((self._set(c, t) for c, t in multiset), key=lambda s: s[0])
+        if sets[0][2] is not None:  # the smallest is a bitset, so all are
+            acc = np.bitwise_and.reduce([bits for _, _, bits in sets])
+            return int(np.bitwise_count(acc).sum(dtype=np.int64))
+        alive = sets[0][1]
+        for _, rows, bits in sets[1:]:
+            if len(alive) == 0:
+                break
+            if bits is not None:
+                alive = alive[(bits[alive >> 3] >> (alive & 7).astype(np.uint8)) & 1 == 1]
+            else:
+                alive = alive[np.isin(alive, rows, assume_unique=True)]
+        return len(alive)
+
+    def _set(self, code: str, t: int) -> tuple[int, np.ndarray, np.ndarray | None]:
+        """(size, sorted record numbers, bitset or None) of the set (code, t)."""
+        found = self._sets.get((code, t))
+        if found is None:
+            who, n = self._by_code.get(code, (np.empty(0, dtype=np.int64), np.empty(0)))
+            rows = np.sort(who[n >= t])  # one row per (patient, code): no repeats
+            bits = None
+            if len(rows) * self.DENSE > self.n:
+                held = np.zeros(self.n, dtype=bool)
+                held[rows] = True
+                bits = np.packbits(held, bitorder="little")
+            found = self._sets[(code, t)] = (len(rows), rows, bits)
+        return found

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from anonymizers.censoring import GCCensConfig, gccens, release_document
 from anonymizers.errors import ParameterError
-from anonymizers.verify.censoring import records_from_document, verify_gccens
+from anonymizers.verify.censoring import _Holders, _tally, records_from_document, verify_gccens
 
 CODES = ["250", "272", "401", "724", "-1", "V15.4", "E950", "10292", "é-ü", "糖尿病", "0"]
 
@@ -138,6 +139,27 @@ def test_verifier_catches_a_restored_censored_copy(case, data):
     verdict = verdict_of(result, key, population, sample, k, records=broken)
     assert not verdict.ok
     assert any("exceed its final cap" in v for v in verdict.violations)
+
+
+@given(st.integers(1, 80), st.integers(0, 2**32 - 1),
+       st.lists(st.tuples(st.sampled_from(CODES[:5]), st.integers(1, 3)), min_size=1,
+                max_size=4))
+def test_verifier_dis_is_containment_in_sorted_rows_and_bitsets(n, seed, multiset):
+    """The verifier's dis equals a count by definition whichever way its sets are held:
+    ``DENSE`` 1 holds every set as sorted rows, 10**6 every non-empty one as a bitset,
+    the values between mix the two (CODES[4] is held by no one).  The population is
+    drawn by numpy from ``seed``: hypothesis' small lists rarely mix the two."""
+    counts = np.random.default_rng(seed).integers(0, 4, size=(n, 4))
+    counts = counts[counts.any(axis=1)]
+    population = {f"p{i}": [c for c, m in zip(CODES, row) for _ in range(m)]
+                  for i, row in enumerate(counts)}
+    D = tuple(sorted(dict(multiset).items()))
+    expected = sum(all(Counter(r)[c] >= t for c, t in D) for r in population.values())
+    tally = _tally(long(population))
+    for dense in (1, 2, 3, 5, 8, 13, 10**6):
+        holders = _Holders(tally)
+        holders.DENSE = dense
+        assert holders.containing(D) == expected, dense
 
 
 # --- edge cases --------------------------------------------------------------

@@ -34,6 +34,14 @@ def test_small_benchmark_runs_and_verifies(tmp_path, monkeypatch):
         runs = data["runs"]
         assert [(r["k"], r["caps"]) for r in runs] == [(5, 3), (5, "sample maxima"), (25, 10)]
         assert all(r["verified"] and not r["violations"] for r in runs)
+        # issue 27: the ICD-10 relabelling releases the same records up to labels
+        labels = data["icd10cm_labels"]
+        assert sorted(labels) == CATS and all(len(v) == 3 for v in labels.values())
+        for r9, r10 in zip(runs, data["runs_icd10cm"]):
+            assert r10["verified"] and r10["final_caps"] == {
+                labels[c]: v for c, v in r9["final_caps"].items()}
+            assert r10["cul_total_mean"] == r9["cul_total_mean"]
+            assert r10["gccens_plus_verify_cpu_seconds"] > 0
 
 
 def _expected_counts(config: SyntheticConfig) -> pd.DataFrame:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from deid import admin_setup
 from deid.extract import extract_claims_table, extract_to_parquet
 from deid.releases import CodePolicy
 
@@ -17,7 +18,7 @@ from tools.demo_data import load_synthetic
 pytestmark = pytest.mark.warehouse
 
 ICD10 = CodePolicy("icd10cm")
-RIF_TABLES = "source.rif_beneficiary, source.rif_claims, source.rif_diagnoses"
+RIF_TABLES = ", ".join(f"source.{t}" for t in admin_setup.RIF_TABLES)
 # a tiny GEM in anonymizers.io.GEM_COLUMNS' layout: 4011 (benign hypertension) -> I10
 GEM = ("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n"
        "4011,I10,0,0,0,0,1\n25000,E119,0,0,0,0,1\n")

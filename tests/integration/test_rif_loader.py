@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from deid.admin_setup import RIF_TABLES
 from deid.rif_loader import (
     kind_of,
     load_files,
@@ -18,6 +19,7 @@ from deid.rif_loader import (
 
 from anonymizers.errors import InputError
 
+TRUNCATE_RIF = "TRUNCATE " + ", ".join(f"source.{t}" for t in RIF_TABLES)
 SUMMARY_COLUMNS = {"carrier": "CARRIER_CLAIMS", "dme": "DME_CLAIMS", "hha": "HHA_CLAIMS",
                    "hospice": "HOSPICE_CLAIMS", "inpatient": "INPATIENT_CLAIMS",
                    "outpatient": "OUTPATIENT_CLAIMS", "snf": "SNF_CLAIMS"}
@@ -140,7 +142,7 @@ def test_beneficiary_birth_date_is_required(tmp_path):
 def test_sample_loads_into_the_rif_source_tables(warehouse, rif):
     # the warehouse's setup creates the RIF tables (sql/source_schema.sql)
     with warehouse.connect() as conn, conn.cursor() as cur:
-        cur.execute("TRUNCATE source.rif_beneficiary, source.rif_claims, source.rif_diagnoses")
+        cur.execute(TRUNCATE_RIF)
     try:
         files = [rif / f"{kind}.csv.gz" for kind in SUMMARY_COLUMNS] + [rif / "beneficiary_2015.csv.gz"]
         counts = load_files(files, drop_unknown=True)
@@ -155,4 +157,4 @@ def test_sample_loads_into_the_rif_source_tables(warehouse, rif):
         assert counts["unknown_codes_dropped"] == 4
     finally:  # other tests' extracts read the RIF tables too
         with warehouse.connect() as conn, conn.cursor() as cur:
-            cur.execute("TRUNCATE source.rif_beneficiary, source.rif_claims, source.rif_diagnoses")
+            cur.execute(TRUNCATE_RIF)

@@ -95,15 +95,13 @@ def _visits(run) -> pd.DataFrame:
 
 
 def _anonymize(records: pd.DataFrame, constraints, params):
-    from anonymizers.hierarchy import for_system
     from anonymizers.ugaclip import UGACLIPConfig, ugaclip
 
     system = params.get("code_system", "icd9cm")
     return ugaclip(records, constraints,
                    utility_policy(params["utility_policy"], records["code"].unique(), system),
-                   UGACLIPConfig(k=params["k"], seed=params["seed"],
-                                 pseudonym_key=pseudonym_key()),
-                   hierarchy=for_system(system))  # IL's semantic weights
+                   UGACLIPConfig(k=params["k"], seed=params["seed"], code_system=system,
+                                 pseudonym_key=pseudonym_key()))  # IL weights: system's tree
 
 
 def _suppressed_share(result, records: pd.DataFrame) -> float:
