@@ -166,23 +166,14 @@ def code_map(codes) -> dict:
 
 
 def category_map(codes) -> dict:
-    """3-character ICD-9 categories -> one ICD-10-CM code each: the GEM's own
-    entry for the category if it has one, else the ICD-10-CM category
-    (3 characters) that most of the category's GEM-listed descendants map to
-    (ties: the first in code order).  A code with no descendant in the GEM
-    (MEPS's -1, -9) is not mapped."""
-    full = gem_forward(gem_table())
-    pairs = pd.DataFrame({"icd9": list(full.codes), "icd10": list(full.codes.values())})
-    pairs = pairs.assign(cat9=pairs["icd9"].str[:3], cat10=pairs["icd10"].str[:3])
-    counts = pairs.groupby(["cat9", "cat10"]).size().reset_index(name="n")
-    best = counts.sort_values(["cat9", "n", "cat10"], ascending=[True, False, True])
-    plurality = dict(best.drop_duplicates("cat9")[["cat9", "cat10"]].to_numpy())
-    out = {}
-    for code in pd.unique(pd.Series(codes, dtype=object)):
-        target = full.codes.get(code) or plurality.get(code)
-        if target is not None:
-            out[code] = target
-    return out
+    """3-character ICD-9 categories -> one ICD-10-CM code each
+    (``gem_forward(..., categories=True)``: the GEM's own entry for the
+    category if it has one, else the ICD-10-CM category most of the
+    category's GEM descendants map to).  A code with no descendant in the
+    GEM (MEPS's -1, -9) is not mapped."""
+    codes = pd.unique(pd.Series(codes, dtype=object))
+    full = gem_forward(gem_table(), sources=codes, categories=True).codes
+    return {c: full[c] for c in codes if c in full}
 
 
 def same_data(df: pd.DataFrame, mapping: dict, system: str, column: str = "code"):
