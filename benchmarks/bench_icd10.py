@@ -64,13 +64,16 @@ import sys
 import time
 from functools import lru_cache
 
+import numpy as np
 import pandas as pd
 
 from anonymizers.codesystems import gem_forward
+from anonymizers.disassociation import metrics as dis_metrics
 from anonymizers.hierarchy import ROOT
 from anonymizers.longitudinal import LDAConfig, lda
 from anonymizers.longitudinal.hierarchies import icd_hierarchy
 from anonymizers.verify.longitudinal import verify_lda
+from benchmarks import bench_disassociation as bd
 from benchmarks.bench_lda import SYNPUF, synpuf_cohorts, synpuf_pairs
 from benchmarks.harness import DATASETS, RESULTS, run_benchmark
 
@@ -151,7 +154,7 @@ def figures() -> dict:
 # --- the other methods: each on its ICD-9 benchmark's data, mapped ------------
 
 SYSTEMS = ("icd9cm", "icd10cm")
-CASES = ("ugaclip", "ugaclip_blocks", "disassociation", "gccens", "medco", "hhp")
+CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "disassociation", "gccens", "medco", "hhp")
 UTILITY_WITHIN = 0.2  # issue 27: utility within 20% of the same data in ICD-9
 
 
@@ -205,15 +208,12 @@ def case_ugaclip_blocks(system: str, small: bool) -> dict:
     return {"synpuf_single-visit_level2": ppe_ugaclip(bu.load_synpuf, False, 2, system, small)}
 
 
-def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) -> dict:
-    """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
-    ``system`` and its tree, on ``load``'s data mapped (``category_map`` if
-    ``categories``, else ``code_map``); each checked by its verifier."""
-    from anonymizers.hierarchy import for_system
+def ugaclip_inputs(load, categories: bool, level: int, system: str, small: bool) -> dict:
+    """``load``'s data mapped (``category_map`` if ``categories``, else
+    ``code_map``), its PPE policy (single-visit, k) and the level-``level``
+    utility policy of ``system``."""
     from anonymizers.policies import hierarchy_policy
     from anonymizers.ppe import PPEConfig, extract_policy
-    from anonymizers.ugaclip import UGACLIPConfig, ugaclip
-    from anonymizers.verify.ppe import verify_policy
     from benchmarks import bench_ugaclip as bu
 
     raw = load(bu.SMALL["meps" if categories else "synpuf"] if small else None)
@@ -221,9 +221,24 @@ def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) ->
     t0 = time.perf_counter()
     policy = [list(c) for c in extract_policy(df, PPEConfig(K, "single-visit")).constraints]
     t_ppe = time.perf_counter() - t0
-    ppe_ok = verify_policy(df, policy, K, "single-visit").ok
     patients = df[["patient_id", "code"]].drop_duplicates(ignore_index=True)
     utility = hierarchy_policy(patients["code"].unique(), level, code_system=system)
+    return {"data": data, "df": df, "policy": policy, "ppe_seconds": round(t_ppe, 3),
+            "patients": patients, "utility": utility}
+
+
+def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) -> dict:
+    """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
+    ``system`` and its tree, on ``load``'s data mapped (``ugaclip_inputs``);
+    each checked by its verifier."""
+    from anonymizers.hierarchy import for_system
+    from anonymizers.ugaclip import UGACLIPConfig, ugaclip
+    from anonymizers.verify.ppe import verify_policy
+    from benchmarks import bench_ugaclip as bu
+
+    x = ugaclip_inputs(load, categories, level, system, small)
+    policy, patients, utility = x["policy"], x["patients"], x["utility"]
+    ppe_ok = verify_policy(x["df"], policy, K, "single-visit").ok
     config = UGACLIPConfig(K, seed=bu.SEED)
     tree = for_system(system)
     fig = bu.method_figures("UGACLIP", lambda: ugaclip(patients, policy, utility, config,
@@ -232,27 +247,93 @@ def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) ->
         100.0 * (1 - fig["suppressed_occurrences"] / len(patients)), 2)
     fig["utility_satisfied_pct"] = round(
         100.0 * fig["utility_satisfied"] / max(fig["utility_present"], 1), 2)
-    return {"data": data, "n_patients": int(patients["patient_id"].nunique()),
+    return {"data": x["data"], "n_patients": int(patients["patient_id"].nunique()),
             "n_codes": int(patients["code"].nunique()), "utility_level": level,
             "utility_constraints": len(utility),
             "utility_mean_codes": round(len(patients["code"].unique()) / max(len(utility), 1), 2),
-            "ppe_seconds": round(t_ppe, 3), "ppe_constraints": len(policy),
+            "ppe_seconds": x["ppe_seconds"], "ppe_constraints": len(policy),
             "ppe_verifier_ok": ppe_ok, "ugaclip": fig}
 
 
+BOUND_SECONDS = 300.0  # the occurrence bound's budget per system (bench_ugaclip: 600 for codes)
+
+
+def case_ugaclip_bound(system: str, small: bool) -> dict:
+    """DE-SynPUF, level-1 policy, as case ``ugaclip``: a lower bound on the
+    code occurrences any release must suppress (``anonymizers.ugaclip.bound``
+    with occurrence weights, Fig. S1A's measure; (R) then shrink cuts), so
+    ``kept_occurrences_pct_at_most`` bounds from above what any release
+    respecting the utility policy and the PPE policy keeps; and the bound
+    run's last incumbent repaired to a feasible set (``plan_*``: a release
+    of the group-generalized model keeps that much)."""
+    from anonymizers.records import encode
+    from anonymizers.ugaclip.bound import build_problem, relaxed_min_suppression
+    from benchmarks import bench_ugaclip as bu
+
+    x = ugaclip_inputs(bu.load_synpuf, False, 1, system, small)
+    records = encode(x["patients"])
+    problem = build_problem(records, x["policy"], x["utility"], K, weigh_occurrences=True)
+    bound = relaxed_min_suppression(problem, time_limit=BOUND_SECONDS,
+                                    round_limit=bu.ROUND_SECONDS, shrink=True)
+    plan = bu.plan_figures(problem, bound.pop("incumbent"))
+    bound.pop("suppressed")
+    total = int(problem.weights.sum())
+    plan_occ = int(problem.weights[plan.pop("codes")].sum())
+    return {"data": x["data"], "occurrences": total, "ppe_constraints": len(x["policy"]),
+            "constraints_in_problem": len(problem.constraints),
+            "utility_constraints": len(x["utility"]), "budget_seconds": BOUND_SECONDS,
+            "bound": bound, "suppressed_occurrences_at_least": bound["bound"],
+            "kept_occurrences_pct_at_most": round(100.0 * (1 - bound["bound"] / total), 2),
+            "plan": {**plan, "suppressed_occurrences": plan_occ,
+                     "kept_occurrences_pct": round(100.0 * (1 - plan_occ / total), 2)}}
+
+
 def case_disassociation(system: str, small: bool) -> dict:
+    """MEPS k = 5, m = 2 as bench_disassociation.  Besides each system's own
+    W1 (``are_w1``: frequent itemsets of that system's data), ``are_w1_icd9_
+    queries`` is ARE on ICD-9's W1 itemsets carried through ``category_map``
+    (in the ICD-9 run, ICD-9's W1 itself), so both systems answer the same
+    questions; ``..._injective`` keeps the queries none of whose codes the
+    map merges into one."""
     from anonymizers.disassociation.reconstruct import DEFAULT_ITEM_SUPPORT
     from anonymizers.policies import hierarchy_policy
-    from benchmarks import bench_disassociation as bd
 
     raw = bd.load_meps(400 if small else None)
-    df, data = same_data(raw, category_map(raw["code"]), system)
+    mapping = category_map(raw["code"])
+    df, data = same_data(raw, mapping, system)
     codes = df["code"].unique()
     level1 = hierarchy_policy(codes, 1, code_system=system)
     level2 = hierarchy_policy(codes, 2, code_system=system)
-    work = bd.Workloads(df, {"codes": level1, "sections": level2})
+    icd9 = df if system == "icd9cm" else same_data(raw, mapping, "icd9cm")[0]
+    w1_icd9 = [q for qs in bd.Workloads(icd9, {}).w1.values() for q in qs]
+    same = w1_icd9 if system == "icd9cm" else carried(w1_icd9, mapping)
+    injective = [q for q, q9 in zip(same, w1_icd9) if len(q) == len(q9)]
+    work = SameQueries(df, {"codes": level1, "sections": level2},
+                       {"are_w1_icd9_queries": same, "are_w1_icd9_queries_injective": injective})
     run = bd.one_run(df, work, K, 2, level1, modes=(DEFAULT_ITEM_SUPPORT,))
     return {"data": data, "workloads": work.describe(), "meps_k5_m2": run}
+
+
+def carried(queries, mapping: dict) -> list[tuple]:
+    """Each query with its codes mapped (codes the map merges become one)."""
+    return [tuple(sorted({mapping[c] for c in q})) for q in queries]
+
+
+class SameQueries(bd.Workloads):
+    """bench_disassociation's workloads plus fixed query sets (name -> queries),
+    whose ARE each draw also reports."""
+
+    def __init__(self, data: pd.DataFrame, policies: dict, fixed: dict):
+        super().__init__(data, policies)
+        self.fixed = fixed
+
+    def describe(self) -> dict:
+        return {**super().describe(), **{f"{n}_count": len(q) for n, q in self.fixed.items()}}
+
+    def measure(self, drawn) -> dict:
+        records = dis_metrics.as_records(drawn)
+        return {**super().measure(records),
+                **{n: dis_metrics.are(self.original, records, q) for n, q in self.fixed.items()}}
 
 
 def case_gccens(system: str, small: bool) -> dict:
@@ -272,14 +353,85 @@ def case_gccens(system: str, small: bool) -> dict:
 
 
 def case_medco(system: str, small: bool) -> dict:
+    """MEPS at A = 150, 3 clusters as bench_medco, and what tells the data
+    from the code system (``medco_with_bound`` on each): ``one_to_one``, only
+    the codes whose ICD-10 target no other MEPS code shares (the same data
+    in both systems up to labels); in the ICD-9 run, ``merged_as_icd10``:
+    the ICD-9 codes with the map's merges made in ICD-9 (each code
+    relabelled to the least ICD-9 code of its ICD-10 target)."""
     from benchmarks import bench_medco as bm
 
     raw = bm.load(small)
-    df, data = same_data(raw, category_map(raw["code"]), system)
+    mapping = category_map(raw["code"])
+    df, data = same_data(raw, mapping, system)
     a, n_clusters = (20, 2) if small else (150, 3)
-    return {"data": data, "patients": int(df["patient_id"].nunique()),
-            "codes": int(df["code"].nunique()),
-            f"meps_a{a}_k{n_clusters}": bm.clustered(df, a, n_clusters, bm.SEED)}
+    name = f"meps_a{a}_k{n_clusters}"
+    icd9 = same_data(raw, mapping, "icd9cm")[0]  # row for row with df
+    target = icd9["code"].map(mapping)
+    sources = icd9.groupby(target)["code"].agg(["nunique", "min"])
+    single = target.map(sources["nunique"]).eq(1).to_numpy()
+    out = {"data": data, "patients": int(df["patient_id"].nunique()),
+           "codes": int(df["code"].nunique()),
+           name: medco_with_bound(df, a, n_clusters),
+           f"{name}_one_to_one": medco_with_bound(df[single], a, n_clusters)}
+    if system == "icd9cm":
+        merged = icd9.assign(code=target.map(sources["min"]).to_numpy())
+        out[f"{name}_merged_as_icd10"] = medco_with_bound(merged, a, n_clusters)
+    return out
+
+
+def medco_with_bound(df: pd.DataFrame, a: int, n_clusters: int) -> dict:
+    """MedCo's clustering and dummies on ``df`` (bench_medco.clustered), the
+    least ratio of any clustering, and the dummies on the clusters that
+    reach it (``on_least_clusters``: code runs of the sorted frequencies)."""
+    from benchmarks import bench_medco as bm
+
+    bound, clusters = least_ratio(df, a, n_clusters)
+    return {"codes": int(df["code"].nunique()), **bm.clustered(df, a, n_clusters, bm.SEED),
+            "least_ratio_any_clustering": bound,
+            "on_least_clusters": bm.case(df, clusters, a, bm.SEED, None)}
+
+
+def least_ratio(df: pd.DataFrame, a: int, n_clusters: int) -> tuple[float, list]:
+    """A lower bound on the real ratio (Fig. 7) of any MedCo release of
+    ``df`` whose clusters each hold at least ``a`` codes, at most
+    ``n_clusters`` of them, whatever the clustering; and the clusters that
+    attain it.
+
+    A release keeps every real patient and leaves each cluster flat within
+    1 (Zoveralli 3.3), so cluster C needs at least
+    ``L_C = sum_c max(0, top_C - 1 - f_c) >= |C| (top_C - 1) - sum_C f``
+    added occurrences (docs/methods/medco.md#dummies-bounds).  Order the
+    clusters by top: the first j hold n_j codes, all at most top_j, so top_j
+    is at least the n_j-th smallest frequency, which a partition of the
+    sorted frequencies into runs attains; the minimum of the right-hand side
+    over partitions is therefore the minimum over cut points of the sorted
+    frequencies, searched exhaustively here (up to 3 clusters)."""
+    if n_clusters > 3:
+        raise ValueError("least_ratio searches at most 3 clusters")
+    counts = df[["patient_id", "code"]].drop_duplicates()["code"].value_counts()
+    counts = counts.sort_values(kind="stable")
+    freq, n = counts.to_numpy(), len(counts)
+    prefix = np.concatenate([[0], np.cumsum(freq)])
+
+    def cost(i, j):  # the run [i, j) of the sorted frequencies
+        return (j - i) * (freq[j - 1] - 1.0) - (prefix[j] - prefix[i])
+
+    options = [(float(cost(0, n)), ())] if n >= a else []
+    for cut in range(a, n - a + 1) if n_clusters >= 2 else ():
+        options.append((float(cost(0, cut) + cost(cut, n)), (cut,)))
+    if n_clusters == 3 and n >= 3 * a:
+        c1, c2 = np.meshgrid(np.arange(a, n + 1), np.arange(a, n + 1), indexing="ij")
+        ok = (c2 - c1 >= a) & (n - c2 >= a)
+        c1, c2 = c1[ok], c2[ok]
+        total = cost(0, c1) + cost(c1, c2) + cost(c2, n)
+        best = int(np.argmin(total))
+        options.append((float(total[best]), (int(c1[best]), int(c2[best]))))
+    added, cuts = min(options)
+    edges = [0, *cuts, n]
+    clusters = [sorted(counts.index[lo:hi].astype(str)) for lo, hi in zip(edges, edges[1:])]
+    ratio = 1.0 + max(added, 0.0) / float(freq.sum())
+    return float(np.floor(ratio * 1e4) / 1e4), clusters  # rounded down: still a bound
 
 
 def case_hhp(system: str, small: bool) -> dict:
@@ -360,6 +512,8 @@ HEADLINES = (
      "meps_k5_m2.anonymize_seconds", "meps_k5_m2.verifier_ok"),
     ("disassociation", "Disassociation MEPS k5 m2: ARE W1 (lower better)",
      "meps_k5_m2.utility.default.are_w1", False, None, None),
+    ("disassociation", "Disassociation MEPS k5 m2: ARE on ICD-9's W1 queries (lower better)",
+     "meps_k5_m2.utility.default.are_w1_icd9_queries", False, None, None),
     ("gccens", "GCCens k5 caps 3: CUL total mean (lower better)",
      "runs.0.cul_total_mean", False, "runs.0.gccens_plus_verify_seconds", "runs.0.verified"),
     ("gccens", "GCCens k25 caps 10: CUL total mean (lower better)",
