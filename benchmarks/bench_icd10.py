@@ -154,7 +154,7 @@ def figures() -> dict:
 # --- the other methods: each on its ICD-9 benchmark's data, mapped ------------
 
 SYSTEMS = ("icd9cm", "icd10cm")
-CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "disassociation", "gccens", "medco", "hhp")
+CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "ugaclip_clinical", "disassociation", "gccens", "medco", "hhp")
 UTILITY_WITHIN = 0.2  # issue 27: utility within 20% of the same data in ICD-9
 
 
@@ -208,10 +208,10 @@ def case_ugaclip_blocks(system: str, small: bool) -> dict:
     return {"synpuf_single-visit_level2": ppe_ugaclip(bu.load_synpuf, False, 2, system, small)}
 
 
-def ugaclip_inputs(load, categories: bool, level: int, system: str, small: bool) -> dict:
+def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> dict:
     """``load``'s data mapped (``category_map`` if ``categories``, else
     ``code_map``), its PPE policy (single-visit, k) and the level-``level``
-    utility policy of ``system``."""
+    utility policy of ``system`` (``"clinical"``: ``clinical_policy``)."""
     from anonymizers.policies import hierarchy_policy
     from anonymizers.ppe import PPEConfig, extract_policy
     from benchmarks import bench_ugaclip as bu
@@ -222,7 +222,9 @@ def ugaclip_inputs(load, categories: bool, level: int, system: str, small: bool)
     policy = [list(c) for c in extract_policy(df, PPEConfig(K, "single-visit")).constraints]
     t_ppe = time.perf_counter() - t0
     patients = df[["patient_id", "code"]].drop_duplicates(ignore_index=True)
-    utility = hierarchy_policy(patients["code"].unique(), level, code_system=system)
+    codes = patients["code"].unique()
+    utility = (clinical_policy(codes, system) if level == "clinical"
+               else hierarchy_policy(codes, level, code_system=system))
     return {"data": data, "df": df, "policy": policy, "ppe_seconds": round(t_ppe, 3),
             "patients": patients, "utility": utility}
 
@@ -251,8 +253,55 @@ def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) ->
             "n_codes": int(patients["code"].nunique()), "utility_level": level,
             "utility_constraints": len(utility),
             "utility_mean_codes": round(len(patients["code"].unique()) / max(len(utility), 1), 2),
+            "utility_ungrouped_codes": int(patients["code"].nunique()
+                                           - len({c for u in utility for c in u})),
             "ppe_seconds": x["ppe_seconds"], "ppe_constraints": len(policy),
             "ppe_verifier_ok": ppe_ok, "ugaclip": fig}
+
+
+def case_ugaclip_clinical(system: str, small: bool) -> dict:
+    """DE-SynPUF as case ``ugaclip``, with each system's standard clinical
+    grouping as the utility policy (``clinical_policy``)."""
+    from benchmarks import bench_ugaclip as bu
+
+    return {"synpuf_single-visit_clinical": ppe_ugaclip(bu.load_synpuf, False, "clinical",
+                                                        system, small)}
+
+
+CCS = DATASETS / "icd9" / "CCS-SingleDiagnosisGrouper.txt.gz"
+
+
+def clinical_policy(codes, system: str) -> list[list[str]]:
+    """``codes`` grouped by the system's standard clinical grouping: HCUP's
+    single-level CCS for ICD-9-CM (Appendix A, ``CCS``), CCSR's default
+    inpatient category for ICD-10-CM (``anonymizers.ccsr``).  A code neither
+    lists (header codes such as 2766, codes newer than the file) is left in
+    no group, as ``hierarchy_policy`` leaves a code it cannot place."""
+    from anonymizers import ccsr
+
+    codes = pd.Series(pd.unique(pd.Series(codes, dtype=object)), dtype=object)
+    if system == "icd10cm":
+        group = pd.Series(ccsr.groups(codes.to_numpy(), unknown="none"), dtype=object)
+    else:
+        group = codes.map(ccs_icd9())
+    keep = group.notna().to_numpy()
+    return sorted(sorted(g) for g in codes[keep].groupby(group[keep].to_numpy()).agg(list))
+
+
+@lru_cache(maxsize=1)
+def ccs_icd9() -> dict:
+    """ICD-9-CM code -> single-level CCS category (HCUP Appendix A: a line
+    ``<n>  <name>`` opens a category, indented lines list its codes)."""
+    import gzip
+
+    out, category = {}, None
+    with gzip.open(CCS, "rt") as text:
+        for line in text:
+            if line[:1].isdigit():
+                category = line.split()[0]
+            elif line.startswith(" ") and category is not None:
+                out.update((code, category) for code in line.split())
+    return out
 
 
 BOUND_SECONDS = 300.0  # the occurrence bound's budget per system (bench_ugaclip: 600 for codes)
@@ -500,6 +549,14 @@ HEADLINES = (
      "synpuf_single-visit.ugaclip.utility_satisfied_pct", True, None, None),
     ("ugaclip", "PPE DE-SynPUF: privacy constraints", "synpuf_single-visit.ppe_constraints",
      None, "synpuf_single-visit.ppe_seconds", "synpuf_single-visit.ppe_verifier_ok"),
+    ("ugaclip_bound", "Any release, DE-SynPUF level-1 policy: occurrences kept at most %",
+     "kept_occurrences_pct_at_most", True, "bound.seconds", None),
+    ("ugaclip_bound", "Bound run's plan (feasible, repaired): occurrences kept %",
+     "plan.kept_occurrences_pct", True, None, "plan.feasible"),
+    ("ugaclip_clinical", "UGACLIP DE-SynPUF, CCS / CCSR policy: occurrences kept %",
+     "synpuf_single-visit_clinical.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_clinical.ugaclip.seconds",
+     "synpuf_single-visit_clinical.ugaclip.verifier_ok"),
     ("ugaclip_blocks", "UGACLIP DE-SynPUF, level-2 policy: occurrences kept %",
      "synpuf_single-visit_level2.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_level2.ugaclip.seconds",
@@ -521,6 +578,15 @@ HEADLINES = (
     ("medco", "MedCo MEPS A=150, 3 clusters: released/real ratio (lower better)",
      "meps_a150_k3.real_ratio", False, "meps_a150_k3.generation_seconds",
      "meps_a150_k3.verdict_ok"),
+    ("medco", "MedCo A=150, at most 3 clusters: least ratio of any clustering (bound)",
+     "meps_a150_k3.least_ratio_any_clustering", False, None, None),
+    ("medco", "MedCo on the least-ratio clusters: released/real ratio (lower better)",
+     "meps_a150_k3.on_least_clusters.real_ratio", False,
+     "meps_a150_k3.on_least_clusters.generation_seconds",
+     "meps_a150_k3.on_least_clusters.verdict_ok"),
+    ("medco", "MedCo, codes the map carries one-to-one: released/real ratio (lower better)",
+     "meps_a150_k3_one_to_one.real_ratio", False,
+     "meps_a150_k3_one_to_one.generation_seconds", "meps_a150_k3_one_to_one.verdict_ok"),
     ("hhp", "HHP 113k: information loss (lower better)", "information_loss", False,
      "seconds.method", "verified"),
     ("hhp", "HHP 113k: claims released %", "claims_released_pct", True, None, None),
