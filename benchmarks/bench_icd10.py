@@ -14,15 +14,20 @@ Cases (sizes and settings of the ICD-9 benchmark named):
 - ``ugaclip`` (bench_ugaclip): PPE (single-visit, k = 5) then UGACLIP on
   DE-SynPUF TestB's 424 beneficiaries (3-digit-category policy, level 1)
   and on MEPS 2005 conditions (26,854 patients, level-2 policy: ICD-9
-  sections, ICD-10 blocks); the semantic weights on the system's tree.  The
-  lower bounds of bench_ugaclip are not recomputed (they bound suppression,
-  not utility, and take 600 s a case).
+  sections, ICD-10 blocks); the semantic weights on the system's tree.
+- ``ugaclip_blocks``: DE-SynPUF with the level-2 policy; ``ugaclip_bound``:
+  a lower bound on the occurrences any level-1 release suppresses, and the
+  bound run's repaired plan; ``ugaclip_planned``: UGACLIP guided by its
+  suppression plan; ``ugaclip_clinical``: CCS (ICD-9) / CCSR (ICD-10) as
+  the utility policy.
 - ``disassociation`` (bench_disassociation): MEPS, k = 5, m = 2, level-1
-  policy of the system; utility on the default reconstruction.
+  policy of the system; utility on the default reconstruction; W1 also on
+  ICD-9's W1 queries carried through the map.
 - ``gccens`` (bench_gccens): the generator's 300,000 members rolled up to
   categories 250, 272, 401, 724 and the 2,700-record tilted sample; the
   three (k, caps) settings.
-- ``medco`` (bench_medco): MEPS, minimum anonymity set 150, 3 clusters.
+- ``medco`` (bench_medco): MEPS, minimum anonymity set 150, 3 clusters;
+  the least ratio of any clustering and the controls of ``case_medco``.
 - ``hhp`` (bench_hhp): the generator's 113,000 members' claims, defaults;
   ICD-10 with the ``hhp-2012-icd10-v1`` policy and hierarchies.
 - ``lda`` (the first case of this file): LDA on DE-SynPUF trajectories
@@ -30,8 +35,9 @@ Cases (sizes and settings of the ICD-9 benchmark named):
 
 MEPS and the GCCens roll-up hold 3-character ICD-9 categories, which the GEM
 lists for few codes (``250`` has no entry; its descendants map to E08-E13);
-they are mapped by ``category_map`` (the GEM's own entry if it has one, else
-the ICD-10-CM category most of the category's GEM descendants map to).
+they are mapped by ``category_map`` (``gem_forward(..., categories=True)``:
+the GEM's own entry if it has one, else the ICD-10-CM category most of the
+category's GEM descendants map to).
 DE-SynPUF and the generator's claims hold full codes and are mapped by
 ``gem_forward`` (its docstring gives the rule).
 
@@ -63,6 +69,7 @@ import subprocess
 import sys
 import time
 from functools import lru_cache
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -154,7 +161,8 @@ def figures() -> dict:
 # --- the other methods: each on its ICD-9 benchmark's data, mapped ------------
 
 SYSTEMS = ("icd9cm", "icd10cm")
-CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "ugaclip_clinical", "disassociation", "gccens", "medco", "hhp")
+CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "ugaclip_clinical", "ugaclip_planned",
+         "disassociation", "gccens", "medco", "hhp")
 UTILITY_WITHIN = 0.2  # issue 27: utility within 20% of the same data in ICD-9
 
 
@@ -229,10 +237,12 @@ def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> d
             "patients": patients, "utility": utility}
 
 
-def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) -> dict:
+def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
+                plan_seconds: float = 0.0) -> dict:
     """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
     ``system`` and its tree, on ``load``'s data mapped (``ugaclip_inputs``);
-    each checked by its verifier."""
+    each checked by its verifier.  ``plan_seconds``: UGACLIP guided by its
+    suppression plan computed in that time (``ugaclip(..., plan_seconds)``)."""
     from anonymizers.hierarchy import for_system
     from anonymizers.ugaclip import UGACLIPConfig, ugaclip
     from anonymizers.verify.ppe import verify_policy
@@ -244,7 +254,8 @@ def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) ->
     config = UGACLIPConfig(K, seed=bu.SEED)
     tree = for_system(system)
     fig = bu.method_figures("UGACLIP", lambda: ugaclip(patients, policy, utility, config,
-                                                       hierarchy=tree), patients, policy)
+                                                       hierarchy=tree, plan_seconds=plan_seconds),
+                            patients, policy)
     fig["kept_occurrences_pct"] = round(
         100.0 * (1 - fig["suppressed_occurrences"] / len(patients)), 2)
     fig["utility_satisfied_pct"] = round(
@@ -266,6 +277,19 @@ def case_ugaclip_clinical(system: str, small: bool) -> dict:
 
     return {"synpuf_single-visit_clinical": ppe_ugaclip(bu.load_synpuf, False, "clinical",
                                                         system, small)}
+
+
+PLAN_SECONDS = 120.0  # UGACLIP's own suppression plan (distinct codes), case ugaclip_planned
+
+
+def case_ugaclip_planned(system: str, small: bool) -> dict:
+    """DE-SynPUF, level-1 policy, as case ``ugaclip``, with UGACLIP guided by
+    its suppression plan (``plan_seconds``; docs/methods/ugaclip.md)."""
+    from benchmarks import bench_ugaclip as bu
+
+    return {"synpuf_single-visit_planned": ppe_ugaclip(bu.load_synpuf, False, 1, system, small,
+                                                       PLAN_SECONDS),
+            "plan_seconds": PLAN_SECONDS}
 
 
 CCS = DATASETS / "icd9" / "CCS-SingleDiagnosisGrouper.txt.gz"
@@ -478,7 +502,7 @@ def least_ratio(df: pd.DataFrame, a: int, n_clusters: int) -> tuple[float, list]
         options.append((float(total[best]), (int(c1[best]), int(c2[best]))))
     added, cuts = min(options)
     edges = [0, *cuts, n]
-    clusters = [sorted(counts.index[lo:hi].astype(str)) for lo, hi in zip(edges, edges[1:])]
+    clusters = [sorted(counts.index[lo:hi].astype(str)) for lo, hi in pairwise(edges)]
     ratio = 1.0 + max(added, 0.0) / float(freq.sum())
     return float(np.floor(ratio * 1e4) / 1e4), clusters  # rounded down: still a bound
 
@@ -539,8 +563,9 @@ def run_cases(cases, small: bool) -> None:
                            stdout=subprocess.DEVNULL)
 
 
-# (case, row label, path to the figure, higher is better, path to the method's seconds,
-#  path to the verdict); paths are keys into the case's figures
+# (case, row label, path to the figure, higher is better (None: not a release's utility,
+#  no 20 % reading), path to the method's seconds, path to the verdict); paths are keys
+#  into the case's figures
 HEADLINES = (
     ("ugaclip", "UGACLIP DE-SynPUF: occurrences kept %",
      "synpuf_single-visit.ugaclip.kept_occurrences_pct", True,
@@ -550,9 +575,13 @@ HEADLINES = (
     ("ugaclip", "PPE DE-SynPUF: privacy constraints", "synpuf_single-visit.ppe_constraints",
      None, "synpuf_single-visit.ppe_seconds", "synpuf_single-visit.ppe_verifier_ok"),
     ("ugaclip_bound", "Any release, DE-SynPUF level-1 policy: occurrences kept at most %",
-     "kept_occurrences_pct_at_most", True, "bound.seconds", None),
+     "kept_occurrences_pct_at_most", None, "bound.seconds", None),
     ("ugaclip_bound", "Bound run's plan (feasible, repaired): occurrences kept %",
-     "plan.kept_occurrences_pct", True, None, "plan.feasible"),
+     "plan.kept_occurrences_pct", None, None, "plan.feasible"),
+    ("ugaclip_planned", "UGACLIP DE-SynPUF level-1, guided by its plan: occurrences kept %",
+     "synpuf_single-visit_planned.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_planned.ugaclip.seconds",
+     "synpuf_single-visit_planned.ugaclip.verifier_ok"),
     ("ugaclip_clinical", "UGACLIP DE-SynPUF, CCS / CCSR policy: occurrences kept %",
      "synpuf_single-visit_clinical.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_clinical.ugaclip.seconds",
@@ -579,7 +608,7 @@ HEADLINES = (
      "meps_a150_k3.real_ratio", False, "meps_a150_k3.generation_seconds",
      "meps_a150_k3.verdict_ok"),
     ("medco", "MedCo A=150, at most 3 clusters: least ratio of any clustering (bound)",
-     "meps_a150_k3.least_ratio_any_clustering", False, None, None),
+     "meps_a150_k3.least_ratio_any_clustering", None, None, None),
     ("medco", "MedCo on the least-ratio clusters: released/real ratio (lower better)",
      "meps_a150_k3.on_least_clusters.real_ratio", False,
      "meps_a150_k3.on_least_clusters.generation_seconds",
