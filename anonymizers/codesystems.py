@@ -143,7 +143,8 @@ class Mapping:
     rule: dict
 
 
-def gem_forward(gem: pd.DataFrame, target: str = ICD10CM, sources=()) -> Mapping:
+def gem_forward(gem: pd.DataFrame, target: str = ICD10CM, sources=(),
+                categories: bool = False) -> Mapping:
     """One target code per source code of CMS's General Equivalence Mapping.
 
     ``gem``: the GEM as a table with columns ``icd9cm, icd10cm, no_map,
@@ -167,6 +168,16 @@ def gem_forward(gem: pd.DataFrame, target: str = ICD10CM, sources=()) -> Mapping
        ``27661``...) maps to the lowest common ancestor, in the target tree,
        of the targets of its GEM descendants (codes it prefixes), when that
        ancestor is a code (category or finer); otherwise it is not mapped.
+
+    ``categories=True`` is for category-level sources (MEPS's 3-digit ICD-9
+    categories): a source the GEM does not list maps instead to the
+    ICD-10-CM category (3 characters) that most of its GEM descendants'
+    targets (rules 1-3) fall in, ties going to the first in code order
+    (``250``: 20 descendants go to E10 and 20 to E11, so ``E10``; ``272`` ->
+    ``E78``, ``724`` -> ``M54``).  A source the GEM lists keeps its own entry
+    (``401`` -> ``I10``).  This keeps a category a category where rule 4
+    would often give a block (250's descendants span E08-E13) and leave the
+    code unmapped.  A source with no GEM descendant is not mapped.
     """
     tree = hierarchy(target)
     rows = gem[gem["no_map"].astype(int) == 0].copy()
@@ -182,13 +193,22 @@ def gem_forward(gem: pd.DataFrame, target: str = ICD10CM, sources=()) -> Mapping
     rule = {c: ("combination" if comb else "single" if n_targets[c] == 1
                 else f"first of {n_targets[c]}")
             for c, comb in zip(first["icd9cm"], first["combination"])}
+    listed = dict(codes)
     for source in sorted(set(normalize(list(sources)).tolist()) - set(codes) - {""}):
-        below = [t for s, t in codes.items() if s.startswith(source)]
-        if below:
+        below = [t for s, t in listed.items() if s.startswith(source)]
+        if below and categories:
+            codes[source], rule[source] = _plurality_category(below), "descendants' category"
+        elif below:
             node = tree.lca(below)
             if node != ROOT and "-" not in node:
                 codes[source], rule[source] = node, "descendants' LCA"
     return Mapping(codes, rule)
+
+
+def _plurality_category(targets: list) -> str:
+    """The ICD-10-CM category most of ``targets`` fall in (ties: code order)."""
+    counts = pd.Series([t[:3] for t in targets]).value_counts()
+    return min(counts.index[counts == counts.max()])
 
 
 MIXED = ("refuse", "map")

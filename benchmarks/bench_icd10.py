@@ -14,15 +14,20 @@ Cases (sizes and settings of the ICD-9 benchmark named):
 - ``ugaclip`` (bench_ugaclip): PPE (single-visit, k = 5) then UGACLIP on
   DE-SynPUF TestB's 424 beneficiaries (3-digit-category policy, level 1)
   and on MEPS 2005 conditions (26,854 patients, level-2 policy: ICD-9
-  sections, ICD-10 blocks); the semantic weights on the system's tree.  The
-  lower bounds of bench_ugaclip are not recomputed (they bound suppression,
-  not utility, and take 600 s a case).
+  sections, ICD-10 blocks); the semantic weights on the system's tree.
+- ``ugaclip_blocks``: DE-SynPUF with the level-2 policy; ``ugaclip_bound``:
+  a lower bound on the occurrences any level-1 release suppresses, and the
+  bound run's repaired plan; ``ugaclip_planned``: UGACLIP guided by its
+  suppression plan; ``ugaclip_clinical``: CCS (ICD-9) / CCSR (ICD-10) as
+  the utility policy.
 - ``disassociation`` (bench_disassociation): MEPS, k = 5, m = 2, level-1
-  policy of the system; utility on the default reconstruction.
+  policy of the system; utility on the default reconstruction; W1 also on
+  ICD-9's W1 queries carried through the map.
 - ``gccens`` (bench_gccens): the generator's 300,000 members rolled up to
   categories 250, 272, 401, 724 and the 2,700-record tilted sample; the
   three (k, caps) settings.
-- ``medco`` (bench_medco): MEPS, minimum anonymity set 150, 3 clusters.
+- ``medco`` (bench_medco): MEPS, minimum anonymity set 150, 3 clusters;
+  the least ratio of any clustering and the controls of ``case_medco``.
 - ``hhp`` (bench_hhp): the generator's 113,000 members' claims, defaults;
   ICD-10 with the ``hhp-2012-icd10-v1`` policy and hierarchies.
 - ``lda`` (the first case of this file): LDA on DE-SynPUF trajectories
@@ -30,8 +35,9 @@ Cases (sizes and settings of the ICD-9 benchmark named):
 
 MEPS and the GCCens roll-up hold 3-character ICD-9 categories, which the GEM
 lists for few codes (``250`` has no entry; its descendants map to E08-E13);
-they are mapped by ``category_map`` (the GEM's own entry if it has one, else
-the ICD-10-CM category most of the category's GEM descendants map to).
+they are mapped by ``category_map`` (``gem_forward(..., categories=True)``:
+the GEM's own entry if it has one, else the ICD-10-CM category most of the
+category's GEM descendants map to).
 DE-SynPUF and the generator's claims hold full codes and are mapped by
 ``gem_forward`` (its docstring gives the rule).
 
@@ -63,14 +69,18 @@ import subprocess
 import sys
 import time
 from functools import lru_cache
+from itertools import pairwise
 
+import numpy as np
 import pandas as pd
 
 from anonymizers.codesystems import gem_forward
+from anonymizers.disassociation import metrics as dis_metrics
 from anonymizers.hierarchy import ROOT
 from anonymizers.longitudinal import LDAConfig, lda
 from anonymizers.longitudinal.hierarchies import icd_hierarchy
 from anonymizers.verify.longitudinal import verify_lda
+from benchmarks import bench_disassociation as bd
 from benchmarks.bench_lda import SYNPUF, synpuf_cohorts, synpuf_pairs
 from benchmarks.harness import DATASETS, RESULTS, run_benchmark
 
@@ -151,7 +161,8 @@ def figures() -> dict:
 # --- the other methods: each on its ICD-9 benchmark's data, mapped ------------
 
 SYSTEMS = ("icd9cm", "icd10cm")
-CASES = ("ugaclip", "ugaclip_blocks", "disassociation", "gccens", "medco", "hhp")
+CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "ugaclip_clinical", "ugaclip_planned",
+         "disassociation", "gccens", "medco", "hhp")
 UTILITY_WITHIN = 0.2  # issue 27: utility within 20% of the same data in ICD-9
 
 
@@ -166,23 +177,14 @@ def code_map(codes) -> dict:
 
 
 def category_map(codes) -> dict:
-    """3-character ICD-9 categories -> one ICD-10-CM code each: the GEM's own
-    entry for the category if it has one, else the ICD-10-CM category
-    (3 characters) that most of the category's GEM-listed descendants map to
-    (ties: the first in code order).  A code with no descendant in the GEM
-    (MEPS's -1, -9) is not mapped."""
-    full = gem_forward(gem_table())
-    pairs = pd.DataFrame({"icd9": list(full.codes), "icd10": list(full.codes.values())})
-    pairs = pairs.assign(cat9=pairs["icd9"].str[:3], cat10=pairs["icd10"].str[:3])
-    counts = pairs.groupby(["cat9", "cat10"]).size().reset_index(name="n")
-    best = counts.sort_values(["cat9", "n", "cat10"], ascending=[True, False, True])
-    plurality = dict(best.drop_duplicates("cat9")[["cat9", "cat10"]].to_numpy())
-    out = {}
-    for code in pd.unique(pd.Series(codes, dtype=object)):
-        target = full.codes.get(code) or plurality.get(code)
-        if target is not None:
-            out[code] = target
-    return out
+    """3-character ICD-9 categories -> one ICD-10-CM code each
+    (``gem_forward(..., categories=True)``: the GEM's own entry for the
+    category if it has one, else the ICD-10-CM category most of the
+    category's GEM descendants map to).  A code with no descendant in the
+    GEM (MEPS's -1, -9) is not mapped."""
+    codes = pd.unique(pd.Series(codes, dtype=object))
+    full = gem_forward(gem_table(), sources=codes, categories=True).codes
+    return {c: full[c] for c in codes if c in full}
 
 
 def same_data(df: pd.DataFrame, mapping: dict, system: str, column: str = "code"):
@@ -214,15 +216,12 @@ def case_ugaclip_blocks(system: str, small: bool) -> dict:
     return {"synpuf_single-visit_level2": ppe_ugaclip(bu.load_synpuf, False, 2, system, small)}
 
 
-def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) -> dict:
-    """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
-    ``system`` and its tree, on ``load``'s data mapped (``category_map`` if
-    ``categories``, else ``code_map``); each checked by its verifier."""
-    from anonymizers.hierarchy import for_system
+def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> dict:
+    """``load``'s data mapped (``category_map`` if ``categories``, else
+    ``code_map``), its PPE policy (single-visit, k) and the level-``level``
+    utility policy of ``system`` (``"clinical"``: ``clinical_policy``)."""
     from anonymizers.policies import hierarchy_policy
     from anonymizers.ppe import PPEConfig, extract_policy
-    from anonymizers.ugaclip import UGACLIPConfig, ugaclip
-    from anonymizers.verify.ppe import verify_policy
     from benchmarks import bench_ugaclip as bu
 
     raw = load(bu.SMALL["meps" if categories else "synpuf"] if small else None)
@@ -230,38 +229,184 @@ def ppe_ugaclip(load, categories: bool, level: int, system: str, small: bool) ->
     t0 = time.perf_counter()
     policy = [list(c) for c in extract_policy(df, PPEConfig(K, "single-visit")).constraints]
     t_ppe = time.perf_counter() - t0
-    ppe_ok = verify_policy(df, policy, K, "single-visit").ok
     patients = df[["patient_id", "code"]].drop_duplicates(ignore_index=True)
-    utility = hierarchy_policy(patients["code"].unique(), level, code_system=system)
+    codes = patients["code"].unique()
+    utility = (clinical_policy(codes, system) if level == "clinical"
+               else hierarchy_policy(codes, level, code_system=system))
+    return {"data": data, "df": df, "policy": policy, "ppe_seconds": round(t_ppe, 3),
+            "patients": patients, "utility": utility}
+
+
+def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
+                plan_seconds: float = 0.0) -> dict:
+    """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
+    ``system`` and its tree, on ``load``'s data mapped (``ugaclip_inputs``);
+    each checked by its verifier.  ``plan_seconds``: UGACLIP guided by its
+    suppression plan computed in that time (``ugaclip(..., plan_seconds)``)."""
+    from anonymizers.hierarchy import for_system
+    from anonymizers.ugaclip import UGACLIPConfig, ugaclip
+    from anonymizers.verify.ppe import verify_policy
+    from benchmarks import bench_ugaclip as bu
+
+    x = ugaclip_inputs(load, categories, level, system, small)
+    policy, patients, utility = x["policy"], x["patients"], x["utility"]
+    ppe_ok = verify_policy(x["df"], policy, K, "single-visit").ok
     config = UGACLIPConfig(K, seed=bu.SEED)
     tree = for_system(system)
     fig = bu.method_figures("UGACLIP", lambda: ugaclip(patients, policy, utility, config,
-                                                       hierarchy=tree), patients, policy)
+                                                       hierarchy=tree, plan_seconds=plan_seconds),
+                            patients, policy)
     fig["kept_occurrences_pct"] = round(
         100.0 * (1 - fig["suppressed_occurrences"] / len(patients)), 2)
     fig["utility_satisfied_pct"] = round(
         100.0 * fig["utility_satisfied"] / max(fig["utility_present"], 1), 2)
-    return {"data": data, "n_patients": int(patients["patient_id"].nunique()),
+    return {"data": x["data"], "n_patients": int(patients["patient_id"].nunique()),
             "n_codes": int(patients["code"].nunique()), "utility_level": level,
             "utility_constraints": len(utility),
             "utility_mean_codes": round(len(patients["code"].unique()) / max(len(utility), 1), 2),
-            "ppe_seconds": round(t_ppe, 3), "ppe_constraints": len(policy),
+            "utility_ungrouped_codes": int(patients["code"].nunique()
+                                           - len({c for u in utility for c in u})),
+            "ppe_seconds": x["ppe_seconds"], "ppe_constraints": len(policy),
             "ppe_verifier_ok": ppe_ok, "ugaclip": fig}
 
 
+def case_ugaclip_clinical(system: str, small: bool) -> dict:
+    """DE-SynPUF as case ``ugaclip``, with each system's standard clinical
+    grouping as the utility policy (``clinical_policy``)."""
+    from benchmarks import bench_ugaclip as bu
+
+    return {"synpuf_single-visit_clinical": ppe_ugaclip(bu.load_synpuf, False, "clinical",
+                                                        system, small)}
+
+
+PLAN_SECONDS = 120.0  # UGACLIP's own suppression plan (distinct codes), case ugaclip_planned
+
+
+def case_ugaclip_planned(system: str, small: bool) -> dict:
+    """DE-SynPUF, level-1 policy, as case ``ugaclip``, with UGACLIP guided by
+    its suppression plan (``plan_seconds``; docs/methods/ugaclip.md)."""
+    from benchmarks import bench_ugaclip as bu
+
+    return {"synpuf_single-visit_planned": ppe_ugaclip(bu.load_synpuf, False, 1, system, small,
+                                                       PLAN_SECONDS),
+            "plan_seconds": PLAN_SECONDS}
+
+
+CCS = DATASETS / "icd9" / "CCS-SingleDiagnosisGrouper.txt.gz"
+
+
+def clinical_policy(codes, system: str) -> list[list[str]]:
+    """``codes`` grouped by the system's standard clinical grouping: HCUP's
+    single-level CCS for ICD-9-CM (Appendix A, ``CCS``), CCSR's default
+    inpatient category for ICD-10-CM (``anonymizers.ccsr``).  A code neither
+    lists (header codes such as 2766, codes newer than the file) is left in
+    no group, as ``hierarchy_policy`` leaves a code it cannot place."""
+    from anonymizers import ccsr
+
+    codes = pd.Series(pd.unique(pd.Series(codes, dtype=object)), dtype=object)
+    if system == "icd10cm":
+        group = pd.Series(ccsr.groups(codes.to_numpy(), unknown="none"), dtype=object)
+    else:
+        group = codes.map(ccs_icd9())
+    keep = group.notna().to_numpy()
+    return sorted(sorted(g) for g in codes[keep].groupby(group[keep].to_numpy()).agg(list))
+
+
+@lru_cache(maxsize=1)
+def ccs_icd9() -> dict:
+    """ICD-9-CM code -> single-level CCS category (HCUP Appendix A: a line
+    ``<n>  <name>`` opens a category, indented lines list its codes)."""
+    import gzip
+
+    out, category = {}, None
+    with gzip.open(CCS, "rt") as text:
+        for line in text:
+            if line[:1].isdigit():
+                category = line.split()[0]
+            elif line.startswith(" ") and category is not None:
+                out.update((code, category) for code in line.split())
+    return out
+
+
+BOUND_SECONDS = 300.0  # the occurrence bound's budget per system (bench_ugaclip: 600 for codes)
+
+
+def case_ugaclip_bound(system: str, small: bool) -> dict:
+    """DE-SynPUF, level-1 policy, as case ``ugaclip``: a lower bound on the
+    code occurrences any release must suppress (``anonymizers.ugaclip.bound``
+    with occurrence weights, Fig. S1A's measure; (R) then shrink cuts), so
+    ``kept_occurrences_pct_at_most`` bounds from above what any release
+    respecting the utility policy and the PPE policy keeps; and the bound
+    run's last incumbent repaired to a feasible set (``plan_*``: a release
+    of the group-generalized model keeps that much)."""
+    from anonymizers.records import encode
+    from anonymizers.ugaclip.bound import build_problem, relaxed_min_suppression
+    from benchmarks import bench_ugaclip as bu
+
+    x = ugaclip_inputs(bu.load_synpuf, False, 1, system, small)
+    records = encode(x["patients"])
+    problem = build_problem(records, x["policy"], x["utility"], K, weigh_occurrences=True)
+    bound = relaxed_min_suppression(problem, time_limit=BOUND_SECONDS,
+                                    round_limit=bu.ROUND_SECONDS, shrink=True)
+    plan = bu.plan_figures(problem, bound.pop("incumbent"))
+    bound.pop("suppressed")
+    total = int(problem.weights.sum())
+    plan_occ = int(problem.weights[plan.pop("codes")].sum())
+    return {"data": x["data"], "occurrences": total, "ppe_constraints": len(x["policy"]),
+            "constraints_in_problem": len(problem.constraints),
+            "utility_constraints": len(x["utility"]), "budget_seconds": BOUND_SECONDS,
+            "bound": bound, "suppressed_occurrences_at_least": bound["bound"],
+            "kept_occurrences_pct_at_most": round(100.0 * (1 - bound["bound"] / total), 2),
+            "plan": {**plan, "suppressed_occurrences": plan_occ,
+                     "kept_occurrences_pct": round(100.0 * (1 - plan_occ / total), 2)}}
+
+
 def case_disassociation(system: str, small: bool) -> dict:
+    """MEPS k = 5, m = 2 as bench_disassociation.  Besides each system's own
+    W1 (``are_w1``: frequent itemsets of that system's data), ``are_w1_icd9_
+    queries`` is ARE on ICD-9's W1 itemsets carried through ``category_map``
+    (in the ICD-9 run, ICD-9's W1 itself), so both systems answer the same
+    questions; ``..._injective`` keeps the queries none of whose codes the
+    map merges into one."""
     from anonymizers.disassociation.reconstruct import DEFAULT_ITEM_SUPPORT
     from anonymizers.policies import hierarchy_policy
-    from benchmarks import bench_disassociation as bd
 
     raw = bd.load_meps(400 if small else None)
-    df, data = same_data(raw, category_map(raw["code"]), system)
+    mapping = category_map(raw["code"])
+    df, data = same_data(raw, mapping, system)
     codes = df["code"].unique()
     level1 = hierarchy_policy(codes, 1, code_system=system)
     level2 = hierarchy_policy(codes, 2, code_system=system)
-    work = bd.Workloads(df, {"codes": level1, "sections": level2})
+    icd9 = df if system == "icd9cm" else same_data(raw, mapping, "icd9cm")[0]
+    w1_icd9 = [q for qs in bd.Workloads(icd9, {}).w1.values() for q in qs]
+    same = w1_icd9 if system == "icd9cm" else carried(w1_icd9, mapping)
+    injective = [q for q, q9 in zip(same, w1_icd9) if len(q) == len(q9)]
+    work = SameQueries(df, {"codes": level1, "sections": level2},
+                       {"are_w1_icd9_queries": same, "are_w1_icd9_queries_injective": injective})
     run = bd.one_run(df, work, K, 2, level1, modes=(DEFAULT_ITEM_SUPPORT,))
     return {"data": data, "workloads": work.describe(), "meps_k5_m2": run}
+
+
+def carried(queries, mapping: dict) -> list[tuple]:
+    """Each query with its codes mapped (codes the map merges become one)."""
+    return [tuple(sorted({mapping[c] for c in q})) for q in queries]
+
+
+class SameQueries(bd.Workloads):
+    """bench_disassociation's workloads plus fixed query sets (name -> queries),
+    whose ARE each draw also reports."""
+
+    def __init__(self, data: pd.DataFrame, policies: dict, fixed: dict):
+        super().__init__(data, policies)
+        self.fixed = fixed
+
+    def describe(self) -> dict:
+        return {**super().describe(), **{f"{n}_count": len(q) for n, q in self.fixed.items()}}
+
+    def measure(self, drawn) -> dict:
+        records = dis_metrics.as_records(drawn)
+        return {**super().measure(records),
+                **{n: dis_metrics.are(self.original, records, q) for n, q in self.fixed.items()}}
 
 
 def case_gccens(system: str, small: bool) -> dict:
@@ -281,14 +426,85 @@ def case_gccens(system: str, small: bool) -> dict:
 
 
 def case_medco(system: str, small: bool) -> dict:
+    """MEPS at A = 150, 3 clusters as bench_medco, and what tells the data
+    from the code system (``medco_with_bound`` on each): ``one_to_one``, only
+    the codes whose ICD-10 target no other MEPS code shares (the same data
+    in both systems up to labels); in the ICD-9 run, ``merged_as_icd10``:
+    the ICD-9 codes with the map's merges made in ICD-9 (each code
+    relabelled to the least ICD-9 code of its ICD-10 target)."""
     from benchmarks import bench_medco as bm
 
     raw = bm.load(small)
-    df, data = same_data(raw, category_map(raw["code"]), system)
+    mapping = category_map(raw["code"])
+    df, data = same_data(raw, mapping, system)
     a, n_clusters = (20, 2) if small else (150, 3)
-    return {"data": data, "patients": int(df["patient_id"].nunique()),
-            "codes": int(df["code"].nunique()),
-            f"meps_a{a}_k{n_clusters}": bm.clustered(df, a, n_clusters, bm.SEED)}
+    name = f"meps_a{a}_k{n_clusters}"
+    icd9 = same_data(raw, mapping, "icd9cm")[0]  # row for row with df
+    target = icd9["code"].map(mapping)
+    sources = icd9.groupby(target)["code"].agg(["nunique", "min"])
+    single = target.map(sources["nunique"]).eq(1).to_numpy()
+    out = {"data": data, "patients": int(df["patient_id"].nunique()),
+           "codes": int(df["code"].nunique()),
+           name: medco_with_bound(df, a, n_clusters),
+           f"{name}_one_to_one": medco_with_bound(df[single], a, n_clusters)}
+    if system == "icd9cm":
+        merged = icd9.assign(code=target.map(sources["min"]).to_numpy())
+        out[f"{name}_merged_as_icd10"] = medco_with_bound(merged, a, n_clusters)
+    return out
+
+
+def medco_with_bound(df: pd.DataFrame, a: int, n_clusters: int) -> dict:
+    """MedCo's clustering and dummies on ``df`` (bench_medco.clustered), the
+    least ratio of any clustering, and the dummies on the clusters that
+    reach it (``on_least_clusters``: code runs of the sorted frequencies)."""
+    from benchmarks import bench_medco as bm
+
+    bound, clusters = least_ratio(df, a, n_clusters)
+    return {"codes": int(df["code"].nunique()), **bm.clustered(df, a, n_clusters, bm.SEED),
+            "least_ratio_any_clustering": bound,
+            "on_least_clusters": bm.case(df, clusters, a, bm.SEED, None)}
+
+
+def least_ratio(df: pd.DataFrame, a: int, n_clusters: int) -> tuple[float, list]:
+    """A lower bound on the real ratio (Fig. 7) of any MedCo release of
+    ``df`` whose clusters each hold at least ``a`` codes, at most
+    ``n_clusters`` of them, whatever the clustering; and the clusters that
+    attain it.
+
+    A release keeps every real patient and leaves each cluster flat within
+    1 (Zoveralli 3.3), so cluster C needs at least
+    ``L_C = sum_c max(0, top_C - 1 - f_c) >= |C| (top_C - 1) - sum_C f``
+    added occurrences (docs/methods/medco.md#dummies-bounds).  Order the
+    clusters by top: the first j hold n_j codes, all at most top_j, so top_j
+    is at least the n_j-th smallest frequency, which a partition of the
+    sorted frequencies into runs attains; the minimum of the right-hand side
+    over partitions is therefore the minimum over cut points of the sorted
+    frequencies, searched exhaustively here (up to 3 clusters)."""
+    if n_clusters > 3:
+        raise ValueError("least_ratio searches at most 3 clusters")
+    counts = df[["patient_id", "code"]].drop_duplicates()["code"].value_counts()
+    counts = counts.sort_values(kind="stable")
+    freq, n = counts.to_numpy(), len(counts)
+    prefix = np.concatenate([[0], np.cumsum(freq)])
+
+    def cost(i, j):  # the run [i, j) of the sorted frequencies
+        return (j - i) * (freq[j - 1] - 1.0) - (prefix[j] - prefix[i])
+
+    options = [(float(cost(0, n)), ())] if n >= a else []
+    for cut in range(a, n - a + 1) if n_clusters >= 2 else ():
+        options.append((float(cost(0, cut) + cost(cut, n)), (cut,)))
+    if n_clusters == 3 and n >= 3 * a:
+        c1, c2 = np.meshgrid(np.arange(a, n + 1), np.arange(a, n + 1), indexing="ij")
+        ok = (c2 - c1 >= a) & (n - c2 >= a)
+        c1, c2 = c1[ok], c2[ok]
+        total = cost(0, c1) + cost(c1, c2) + cost(c2, n)
+        best = int(np.argmin(total))
+        options.append((float(total[best]), (int(c1[best]), int(c2[best]))))
+    added, cuts = min(options)
+    edges = [0, *cuts, n]
+    clusters = [sorted(counts.index[lo:hi].astype(str)) for lo, hi in pairwise(edges)]
+    ratio = 1.0 + max(added, 0.0) / float(freq.sum())
+    return float(np.floor(ratio * 1e4) / 1e4), clusters  # rounded down: still a bound
 
 
 def case_hhp(system: str, small: bool) -> dict:
@@ -347,8 +563,9 @@ def run_cases(cases, small: bool) -> None:
                            stdout=subprocess.DEVNULL)
 
 
-# (case, row label, path to the figure, higher is better, path to the method's seconds,
-#  path to the verdict); paths are keys into the case's figures
+# (case, row label, path to the figure, higher is better (None: not a release's utility,
+#  no 20 % reading), path to the method's seconds, path to the verdict); paths are keys
+#  into the case's figures
 HEADLINES = (
     ("ugaclip", "UGACLIP DE-SynPUF: occurrences kept %",
      "synpuf_single-visit.ugaclip.kept_occurrences_pct", True,
@@ -357,6 +574,18 @@ HEADLINES = (
      "synpuf_single-visit.ugaclip.utility_satisfied_pct", True, None, None),
     ("ugaclip", "PPE DE-SynPUF: privacy constraints", "synpuf_single-visit.ppe_constraints",
      None, "synpuf_single-visit.ppe_seconds", "synpuf_single-visit.ppe_verifier_ok"),
+    ("ugaclip_bound", "Any release, DE-SynPUF level-1 policy: occurrences kept at most %",
+     "kept_occurrences_pct_at_most", None, "bound.seconds", None),
+    ("ugaclip_bound", "Bound run's plan (feasible, repaired): occurrences kept %",
+     "plan.kept_occurrences_pct", None, None, "plan.feasible"),
+    ("ugaclip_planned", "UGACLIP DE-SynPUF level-1, guided by its plan: occurrences kept %",
+     "synpuf_single-visit_planned.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_planned.ugaclip.seconds",
+     "synpuf_single-visit_planned.ugaclip.verifier_ok"),
+    ("ugaclip_clinical", "UGACLIP DE-SynPUF, CCS / CCSR policy: occurrences kept %",
+     "synpuf_single-visit_clinical.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_clinical.ugaclip.seconds",
+     "synpuf_single-visit_clinical.ugaclip.verifier_ok"),
     ("ugaclip_blocks", "UGACLIP DE-SynPUF, level-2 policy: occurrences kept %",
      "synpuf_single-visit_level2.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_level2.ugaclip.seconds",
@@ -369,6 +598,8 @@ HEADLINES = (
      "meps_k5_m2.anonymize_seconds", "meps_k5_m2.verifier_ok"),
     ("disassociation", "Disassociation MEPS k5 m2: ARE W1 (lower better)",
      "meps_k5_m2.utility.default.are_w1", False, None, None),
+    ("disassociation", "Disassociation MEPS k5 m2: ARE on ICD-9's W1 queries (lower better)",
+     "meps_k5_m2.utility.default.are_w1_icd9_queries", False, None, None),
     ("gccens", "GCCens k5 caps 3: CUL total mean (lower better)",
      "runs.0.cul_total_mean", False, "runs.0.gccens_plus_verify_seconds", "runs.0.verified"),
     ("gccens", "GCCens k25 caps 10: CUL total mean (lower better)",
@@ -376,6 +607,15 @@ HEADLINES = (
     ("medco", "MedCo MEPS A=150, 3 clusters: released/real ratio (lower better)",
      "meps_a150_k3.real_ratio", False, "meps_a150_k3.generation_seconds",
      "meps_a150_k3.verdict_ok"),
+    ("medco", "MedCo A=150, at most 3 clusters: least ratio of any clustering (bound)",
+     "meps_a150_k3.least_ratio_any_clustering", None, None, None),
+    ("medco", "MedCo on the least-ratio clusters: released/real ratio (lower better)",
+     "meps_a150_k3.on_least_clusters.real_ratio", False,
+     "meps_a150_k3.on_least_clusters.generation_seconds",
+     "meps_a150_k3.on_least_clusters.verdict_ok"),
+    ("medco", "MedCo, codes the map carries one-to-one: released/real ratio (lower better)",
+     "meps_a150_k3_one_to_one.real_ratio", False,
+     "meps_a150_k3_one_to_one.generation_seconds", "meps_a150_k3_one_to_one.verdict_ok"),
     ("hhp", "HHP 113k: information loss (lower better)", "information_loss", False,
      "seconds.method", "verified"),
     ("hhp", "HHP 113k: claims released %", "claims_released_pct", True, None, None),

@@ -104,6 +104,36 @@ def test_gem_forward_rule():
     assert "7" not in m.codes and "E0000" not in m.codes
 
 
+def test_gem_forward_categories_take_the_plurality_category():
+    gem = _gem([("25000", "E119", "10000", "1", "0", "0", "0", "0"),
+                ("25001", "E109", "10000", "1", "0", "0", "0", "0"),
+                ("25002", "E1165", "10000", "1", "0", "0", "0", "0"),
+                ("25003", "E1010", "10000", "1", "0", "0", "0", "0"),
+                ("25080", "E1369", "10000", "1", "0", "0", "0", "0"),
+                ("4019", "I10", "00000", "0", "0", "0", "0", "0"),
+                ("401", "I10", "10000", "1", "0", "0", "0", "0")])
+    m = cs.gem_forward(gem, sources=["250", "401", "7"], categories=True)
+    # E10 and E11 tie at 2 descendants each: the first in code order
+    assert m.codes["250"] == "E10" and m.rule["250"] == "descendants' category"
+    assert m.codes["401"] == "I10" and m.rule["401"] == "single"  # the GEM's own entry
+    assert "7" not in m.codes
+    # without the option rule 4 applies: E10..E13's LCA is a block, not a code
+    assert "250" not in cs.gem_forward(gem, sources=["250"]).codes
+    one_more = gem.iloc[[0]].assign(icd9cm="25090")
+    assert cs.gem_forward(pd.concat([gem, one_more]), sources=["250"],
+                          categories=True).codes["250"] == "E11"
+
+
+def test_gem_forward_categories_on_cms_gem(datasets_dir):
+    gem = pd.read_csv(datasets_dir / "icd9" / "icd9toicd10cmgem.csv.gz", dtype=str)
+    m = cs.gem_forward(gem, sources=["250", "272", "401", "724", "-1"], categories=True)
+    assert {c: m.codes.get(c) for c in ["250", "272", "401", "724", "-1"]} == {
+        "250": "E10", "272": "E78", "401": "I10", "724": "M54", "-1": None}
+    # 250: a tie, 20 descendants to E10 and 20 to E11 (icd10.md)
+    below = pd.Series([t[:3] for s, t in m.codes.items() if s.startswith("250") and s != "250"])
+    assert below.value_counts()[["E10", "E11"]].tolist() == [20, 20]
+
+
 MIXED_CODES = ["I10", "4019", "E11.9", "7", "25002"]
 MIXED_FLAGS = ["0", "9", "0", "9", "9"]
 
