@@ -13,6 +13,7 @@ from anonymizers.hierarchy import Hierarchy, for_system
 from anonymizers.io import check_no_nulls
 from anonymizers.records import Records, encode
 from anonymizers.ugaclip.exchange import exchange_pass
+from anonymizers.ugaclip.regroup import group_restore_pass
 from anonymizers.ugaclip.plan import suppression_plan
 from anonymizers.ugaclip.config import UGACLIPConfig, UGACLIPResult
 from anonymizers.ugaclip.loss import SemanticWeights, log_scores
@@ -107,7 +108,8 @@ class Run:
         self.dirty = np.zeros(len(present), dtype=bool)
         self.counts = {"outer_iterations": 0, "generalizations": 0,
                        "code_suppressions": 0, "constraint_suppressions": 0, "restored": 0,
-                       "reselections": 0, "exchanges": 0, "exchange_returned": 0}
+                       "reselections": 0, "exchanges": 0, "exchange_returned": 0,
+                       "group_restored": 0, "swaps": 0}
         self.selected = np.zeros(len(present), dtype=bool)
         self.plan = np.zeros(state.n_codes + 1, dtype=bool)  # line 17's guidance, if any
         self.plan_info = None
@@ -118,7 +120,20 @@ class Run:
         (docs/methods/ugaclip.md#ugaclip-algorithm)."""
         self.algorithm2()
         self._restore_pass()
-        exchange_pass(self)
+        self.post_passes()
+
+    def post_passes(self) -> None:
+        """Group restores (``regroup``) and exchanges (``exchange``), each
+        followed by the restore pass, until a round leaves as many codes
+        suppressed as before it (docs/methods/ugaclip.md#ugaclip-regroup)."""
+        s = self.state
+        while True:
+            before = int(s.suppressed[:s.n_codes].sum())
+            if group_restore_pass(self):
+                self._restore_pass()
+            exchange_pass(self)
+            if int(s.suppressed[:s.n_codes].sum()) >= before:
+                return
 
     def algorithm2(self) -> None:
         """Lines 1-20: until every constraint holds, take up the one with
@@ -134,6 +149,17 @@ class Run:
             self.selected[p] = True
             self.trace.append(("select", p))
             self._satisfy(p)
+
+    def constraints_of(self, codes) -> np.ndarray:
+        """Ids of the constraints holding code ``codes`` (an int) or any of
+        ``codes`` (an array), sorted; CSR slices, not scipy indexing, which
+        costs more than the support counts on the hot paths."""
+        ptr, idx = self.by_code.indptr, self.by_code.indices
+        if np.ndim(codes) == 0:
+            return idx[ptr[codes]:ptr[codes + 1]]
+        codes = np.asarray(codes, dtype=np.int64)
+        return np.unique(np.concatenate([idx[ptr[c]:ptr[c + 1]] for c in codes.tolist()]
+                                        + [np.zeros(0, idx.dtype)]))
 
     def _restore_pass(self) -> None:
         """Give back suppressed codes that no constraint needs suppressed
@@ -161,7 +187,7 @@ class Run:
         c suppressed again.  Only the state changes: ``commit_restore``
         records a kept return."""
         s = self.state
-        ids = self.by_code[c].indices
+        ids = self.constraints_of(c)
         for into in self.restore_targets(c) + [None]:
             item = s.restore(c, into)
             support = s.supports(self.padded, self.lengths, ids)
@@ -179,7 +205,7 @@ class Run:
                                                        return_index=True)[1]]]
 
     def commit_restore(self, c: int, into, item, support) -> None:
-        ids = self.by_code[c].indices
+        ids = self.constraints_of(c)
         self.support[ids] = support
         self.trace.append(("restore", c, into))
         self._changed(item, merged=True)
@@ -280,7 +306,7 @@ class Run:
         s = self.state
         for r in {int(s.rep[c]) for c in codes if not s.suppressed[c]}:
             self.lca[r], self.placed[r] = self.weights.lca_row(s.members[r])
-        ids = np.unique(self.by_code[np.asarray(codes)].indices)
+        ids = self.constraints_of(codes)
         if merged:
             ids = ids[~self.satisfied[ids]]
         self.dirty[ids] = True

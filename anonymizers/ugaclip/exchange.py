@@ -1,5 +1,6 @@
 """Exchanges after UGACLIP's restore pass (not a line of Algorithm 2; Loukides et al., PNAS 2010,
-SI): suppress one open code, give back two or more suppressed ones, every move checked exactly.
+SI): suppress one open code, give back two or more suppressed ones, or one that occurs in more
+records (a swap), every move checked exactly.
 Readings chosen and why: docs/methods/ugaclip.md#ugaclip-exchange."""
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ MAX_BLOCKING = 3  # a return blocked by more constraints than this is not tried
 
 def exchange_pass(run) -> None:
     """Rounds of exchanges, each followed by the restore pass, until a round
-    keeps none.  ``run`` is an ``algorithm.Run`` after ``execute``'s restore."""
+    keeps none.  ``run`` is an ``algorithm.Run`` after ``execute``'s restore.
+    A kept move lowers (suppressed codes, suppressed occurrences)
+    lexicographically, so the rounds end."""
     while True:
         plan = _candidates(run)
         kept = 0
         for x in sorted(plan, key=lambda x: (-len(plan[x]), x)):
-            if len(plan[x]) >= 2 and not run.state.suppressed[x]:
+            if not run.state.suppressed[x]:
                 kept += _try_exchange(run, x, sorted(plan[x]))
         if not kept:
             return
@@ -31,7 +34,7 @@ def _candidates(run) -> dict[int, set]:
     s = run.state
     plan: dict[int, set] = {}
     for c in np.flatnonzero(s.suppressed[:s.n_codes]).tolist():
-        ids = run.by_code[c].indices
+        ids = run.constraints_of(c)
         for into in run.restore_targets(c) + [None]:
             s.restore(c, into)
             support = s.supports(run.padded, run.lengths, ids)
@@ -53,11 +56,13 @@ def _helpers(run, p: int, c: int) -> set:
 
 def _try_exchange(run, x: int, blocked: list) -> int:
     """Suppress x, give back what comes back of ``blocked``; keep the move
-    (1) if at least two codes came back, else undo it (0)."""
+    (1) if at least two codes came back, or one that more records hold than
+    hold x (a swap: as many codes suppressed, fewer occurrences), else undo
+    it (0)."""
     s = run.state
     old_item = s.suppress(x)
     rest = [m for m in old_item if m != x]
-    ids = np.unique(run.by_code[np.asarray(old_item)].indices)
+    ids = run.constraints_of(old_item)
     if not _all_hold(run, ids):
         s.restore(x, rest[0] if rest else None)
         return 0
@@ -67,17 +72,21 @@ def _try_exchange(run, x: int, blocked: list) -> int:
             placed = run.try_restore(c)
             if placed is not None:
                 back.append((c, placed))
-    if len(back) < 2:
+    swap = len(back) == 1 and s.code_support[back[0][0]] > s.code_support[x]
+    if len(back) < 2 and not swap:
         for c, _ in reversed(back):
             s.suppress(c)
         s.restore(x, rest[0] if rest else None)
         return 0
-    run.trace.append(("exchange", x, [c for c, _ in back]))
+    run.trace.append(("swap" if swap else "exchange", x, [c for c, _ in back]))
     run._changed(old_item, merged=False)
     for c, (into, item, support) in back:
         run._changed(item, merged=True)
-    run.counts["exchanges"] += 1
-    run.counts["exchange_returned"] += len(back)
+    if swap:
+        run.counts["swaps"] += 1
+    else:
+        run.counts["exchanges"] += 1
+        run.counts["exchange_returned"] += len(back)
     run._refresh()
     return 1
 

@@ -111,7 +111,8 @@ def test_constraint_suppressed_when_generalization_cannot_help():
     assert (m["suppressed_codes"], m["suppressed_occurrences"]) == (1, 1)
     assert m["steps"] == {"outer_iterations": 1, "generalizations": 3, "code_suppressions": 0,
                           "constraint_suppressions": 1, "restored": 0, "reselections": 0,
-                          "exchanges": 0, "exchange_returned": 0}
+                          "exchanges": 0, "exchange_returned": 0, "group_restored": 0,
+                          "swaps": 0}
     assert m["privacy_constraints"]["partly_suppressed"] == 1
     assert m["utility_constraints"]["n_satisfied"] == 1
     # {a2,a3} after a1 left: LCA A, w = 3/5, support 2 of 5

@@ -16,6 +16,7 @@ from anonymizers.ugaclip import UGACLIPConfig, ugaclip
 from anonymizers.records import encode
 from anonymizers.ugaclip.algorithm import Run
 from anonymizers.ugaclip.exchange import exchange_pass
+from anonymizers.ugaclip.regroup import group_restore_pass
 from anonymizers.ugaclip.loss import SemanticWeights
 from anonymizers.ugaclip.policy import UtilityPolicy
 from anonymizers.verify.ugaclip import verify_release
@@ -195,12 +196,8 @@ def test_no_suppressed_code_could_be_given_back(recs, k, assignment):
             assert not verify_release(df, rewrite(df, grown, rest), policy, k).ok, (c, target)
 
 
-@given(records, st.integers(2, 5), groups, extra)
-def test_exchanges_never_add_suppressions_and_keep_every_constraint(recs, k, assignment, more):
-    """The exchange pass (suppress one code, give back two) after the restore
-    pass: never more suppressed codes than before it, every kept exchange gave
-    back at least two codes, and every non-vacuous constraint is held by k
-    records or fully suppressed, as an independent count over the records finds."""
+def post_pass_run(recs, k, assignment, more):
+    """A Run after Algorithm 2 and the restore pass, and the records' codes."""
     df = to_df(recs)
     policy = [list(c) for c in extract_policy(df, PPEConfig(k)).constraints]
     policy += [sorted(c) for c in more]
@@ -209,16 +206,23 @@ def test_exchanges_never_add_suppressions_and_keep_every_constraint(recs, k, ass
               SemanticWeights(enc.codes, icd9cm()))
     run.algorithm2()
     run._restore_pass()
-    before = int(run.state.suppressed[:run.state.n_codes].sum())
-    exchange_pass(run)
-    after = int(run.state.suppressed[:run.state.n_codes].sum())
-    assert after <= before
-    exchanges = [t for t in run.trace if t[0] == "exchange"]
-    assert all(len(back) >= 2 for _, _, back in exchanges)
-    assert run.counts["exchanges"] == len(exchanges)
-    if exchanges:
-        assert after < before
-    s, codes = run.state, list(enc.codes)
+    return run, policy, list(enc.codes)
+
+
+def n_suppressed(run) -> int:
+    return int(run.state.suppressed[:run.state.n_codes].sum())
+
+
+def lost_occurrences(run) -> int:
+    """Occurrences of the suppressed codes in the records (Fig. S1A)."""
+    s = run.state
+    return int(s.code_support[s.suppressed[:s.n_codes]].sum())
+
+
+def assert_every_constraint_held(run, policy, codes, recs, k) -> None:
+    """Every non-vacuous constraint is held by k records or fully suppressed,
+    counted over the records independently of the run's bitsets."""
+    s = run.state
     holders = {c: {n for n, r in enumerate(recs) if c in r} for c in codes}
     for p in policy:
         if any(c not in holders for c in p) or not any(set(p) <= r for r in recs):
@@ -228,3 +232,69 @@ def test_exchanges_never_add_suppressions_and_keep_every_constraint(recs, k, ass
         matching = set.intersection(*({n for m in s.members[r] for n in holders[codes[m]]}
                                       for r in items)) if items else set(range(len(recs)))
         assert not left or len(matching) >= k, (p, left)
+
+
+@given(records, st.integers(2, 5), groups, extra)
+def test_exchanges_never_add_suppressions_and_keep_every_constraint(recs, k, assignment, more):
+    """The exchange pass (suppress one code, give back two, or one held by more
+    records) after the restore pass: never more suppressed codes than before
+    it, every kept exchange gave back at least two codes, every swap one code
+    held by more records than the code it suppressed, and every non-vacuous constraint is held by k
+    records or fully suppressed, as an independent count over the records finds."""
+    run, policy, codes = post_pass_run(recs, k, assignment, more)
+    before, lost_before = n_suppressed(run), lost_occurrences(run)
+    exchange_pass(run)
+    after = n_suppressed(run)
+    assert after <= before
+    exchanges = [t for t in run.trace if t[0] == "exchange"]
+    assert all(len(back) >= 2 for _, _, back in exchanges)
+    assert run.counts["exchanges"] == len(exchanges)
+    if exchanges:
+        assert after < before
+    swaps = [t for t in run.trace if t[0] == "swap"]
+    support = run.state.code_support
+    assert all(len(back) == 1 and support[back[0]] > support[x] for _, x, back in swaps)
+    assert run.counts["swaps"] == len(swaps)
+    if swaps and after == before:
+        assert lost_occurrences(run) < lost_before
+    assert_every_constraint_held(run, policy, codes, recs, k)
+
+
+@given(records, st.integers(2, 5), groups, extra)
+def test_group_restores_give_back_sets_and_keep_every_constraint(recs, k, assignment, more):
+    """The group restore pass: each kept move gives back two or more codes of
+    one utility constraint into one item and suppresses nothing else, so the
+    suppressed codes fall by exactly what the moves gave back, and every
+    non-vacuous constraint is still held by k records or fully suppressed."""
+    run, policy, codes = post_pass_run(recs, k, assignment, more)
+    before = n_suppressed(run)
+    returned = group_restore_pass(run)
+    moves = [t for t in run.trace if t[0] == "group-restore"]
+    assert all(len(back) >= 2 for _, back, _ in moves)
+    assert returned == sum(len(back) for _, back, _ in moves) == run.counts["group_restored"]
+    assert n_suppressed(run) == before - returned
+    s = run.state
+    for _, back, _ in moves:
+        assert not s.suppressed[back].any()
+        assert len({int(s.rep[c]) for c in back}) == 1
+        assert len({int(run.util_of[c]) for c in back}) == 1
+    assert_every_constraint_held(run, policy, codes, recs, k)
+
+
+def test_group_restore_gives_back_a_pair_no_single_return_can():
+    """Utility constraint {401, 4011}, privacy constraints {401} and {4011},
+    k = 3, each code held by 2 of 5 records, both suppressed: alone neither
+    comes back (2 < 3 records), together as one item they are held by 4."""
+    df = to_df([{"401"}, {"401"}, {"4011"}, {"4011"}, {"250"}])
+    enc = encode(df)
+    run = Run(enc, [["401"], ["4011"]], UtilityPolicy.from_lists([["401", "4011"]]), 3,
+              SemanticWeights(enc.codes, icd9cm()))
+    pair = [list(enc.codes).index(c) for c in ("401", "4011")]
+    for c in pair:
+        run.state.suppress(c)
+    run._restore_pass()
+    assert run.state.suppressed[pair].all()
+    assert group_restore_pass(run) == 2
+    assert not run.state.suppressed[pair].any()
+    assert run.state.item_of(pair[0]) == sorted(pair)
+    assert run.state.item_support[run.state.rep[pair[0]]] == 4
