@@ -23,10 +23,23 @@ and the independent verifier checks the release.  Reported: wall time and
 peak memory (harness), the chosen node and its risk, the number of nodes
 evaluated, seconds per node, the marketer risk, screening and truncation
 counts, and the time of each stage.
+
+``--icd10-ccsr [--members N]`` (benchmarks/hhp.md): the generator's own
+ICD-10-CM claims (``code_system="icd10cm"``, N = 20,000 members by default)
+released twice with the ``hhp-2012-icd10-v1`` screening lists, once with the
+GEM-translated primary condition groups (hierarchies ``hhp-2012-icd10-v1``)
+and once with AHRQ's CCSR (``hhp-2012-icd10-ccsr-v1``), same seed and
+defaults otherwise; results in ``results/hhp_icd10_ccsr.json``.  Besides the
+method's figures each run reports ``dx_bits``: the entropy (bits) of the
+released diagnosis labels over the released claims, beside that of the raw
+ICD-10-CM codes of the released members' screened claims, a measure the two
+hierarchies share (the method's information loss is relative to each
+hierarchy's own finest level, so it does not compare them).
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -82,11 +95,10 @@ def _places(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(codes, size=n, p=p)
 
 
-def make_claims(n_members: int, seed: int = SEED) -> pd.DataFrame:
+def make_claims(n_members: int, seed: int = SEED, code_system: str = "icd9cm") -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    chunks = [claims_table(ch, rng) for ch in generate(SyntheticConfig(n_members=n_members,
-                                                                       seed=seed))]
-    return pd.concat(chunks, ignore_index=True)
+    config = SyntheticConfig(n_members=n_members, seed=seed, code_system=code_system)
+    return pd.concat([claims_table(ch, rng) for ch in generate(config)], ignore_index=True)
 
 
 def run(n_members: int, config: HHPConfig) -> dict:
@@ -119,6 +131,67 @@ def run(n_members: int, config: HHPConfig) -> dict:
     }
 
 
+ICD10_MEMBERS = 20_000
+ICD10_POLICY = "hhp-2012-icd10-v1"
+ICD10_HIERARCHIES = {"pcg": "hhp-2012-icd10-v1", "ccsr": "hhp-2012-icd10-ccsr-v1"}
+
+
+def entropy_bits(values) -> float:
+    p = pd.Series(values).value_counts(normalize=True).to_numpy()
+    return float(-(p * np.log2(p)).sum()) if len(p) else 0.0
+
+
+def icd10_run(claims: pd.DataFrame, hierarchies: str) -> dict:
+    """One release of the ICD-10 comparison (module docstring) and its figures."""
+    config = HHPConfig(seed=SEED, policy_path=ICD10_POLICY, hierarchies_path=hierarchies)
+    t0 = time.perf_counter()
+    result = hhp_release(claims, config)
+    t_method = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    verdict = verify_hhp(result, claims, ICD10_POLICY, hierarchies)
+    t_verify = time.perf_counter() - t0
+    m = result.metrics
+    kept = claims[claims["member_id"].isin(set(result.key["source_member_id"]))]
+    return {
+        "hierarchies": hierarchies, "chosen_node": m["chosen_node"], "risk": m["risk"],
+        "risk_ci_halfwidth": m["risk_ci_halfwidth"], "information_loss": m["information_loss"],
+        "members_in": m["input"]["members"], "claims_in": m["input"]["claims"],
+        "members_removed_by_screening": m["members_removed_by_screening"],
+        "members_released": m["released"]["members"], "claims_released": m["released"]["claims"],
+        "claims_released_pct": round(100.0 * m["released"]["claims"]
+                                     / max(m["input"]["claims"], 1), 2),
+        "claims_truncated": m["truncation"]["claims_truncated"],
+        "dx_groups_released": int(result.claims["dx"].nunique()),
+        "dx_bits": {"released": round(entropy_bits(result.claims["dx"]), 3),
+                    "raw_codes": round(entropy_bits(kept["dx_code"].fillna("")), 3)},
+        "ungrouped_dx": m["ungrouped"].get("dx"), "marketer_risk": m["marketer_risk"]["theta"],
+        "nodes_evaluated": m["nodes_evaluated"], "lattice_size": m["lattice_size"],
+        "search_complete": m["search_complete"],
+        "seconds": {"method": round(t_method, 1), "search": m["seconds_search"],
+                    "verify": round(t_verify, 1)},
+        "verified": verdict.ok, "violations": list(verdict.violations)[:5]}
+
+
+def compare_icd10(n_members: int) -> dict:
+    t0 = time.perf_counter()
+    claims = make_claims(n_members, code_system="icd10cm")
+    out = {"n_members": n_members, "seconds_data": round(time.perf_counter() - t0, 1)}
+    for name, hierarchies in ICD10_HIERARCHIES.items():
+        out[name] = icd10_run(claims, hierarchies)
+    return out
+
+
+def main_icd10(n_members: int = ICD10_MEMBERS) -> dict:
+    config = HHPConfig(seed=SEED)
+    return run_benchmark("hhp_icd10_ccsr", lambda: compare_icd10(n_members),
+                         n_members=n_members, seed=SEED, policy=ICD10_POLICY,
+                         config={"k": config.k, "max_sup": config.max_sup,
+                                 "p_max": config.p_max, "sample_size": config.sample_size,
+                                 "max_iterations": config.max_iterations,
+                                 "ci_halfwidth": config.ci_halfwidth,
+                                 "max_evaluations": config.max_evaluations})
+
+
 def main(small: bool = False) -> dict:
     n = SMALL_MEMBERS if small else N_MEMBERS
     config = (HHPConfig(seed=SEED, sample_size=500, ci_halfwidth=0.02, max_evaluations=20)
@@ -133,4 +206,9 @@ def main(small: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--icd10-ccsr", action="store_true",
+                    help="ICD-10-CM claims: GEM-translated groups against CCSR")
+    ap.add_argument("--members", type=int, default=ICD10_MEMBERS)
+    args = ap.parse_args()
+    main_icd10(args.members) if args.icd10_ccsr else main()

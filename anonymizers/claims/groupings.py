@@ -18,7 +18,11 @@ from anonymizers.errors import InputError
 DATA = Path(__file__).resolve().parents[1] / "data" / "hhp"
 DEFAULT_HIERARCHIES = DATA / "hierarchies.yaml"
 NAMED = {"hhp-2012-v1": DEFAULT_HIERARCHIES,
-         "hhp-2012-icd10-v1": DATA / "hierarchies_icd10_v1.yaml"}
+         "hhp-2012-icd10-v1": DATA / "hierarchies_icd10_v1.yaml",
+         "hhp-2012-icd10-ccsr-v1": DATA / "hierarchies_icd10_ccsr_v1.yaml"}
+#: the diagnosis code system each bundled hierarchy set groups
+CODE_SYSTEM = {"hhp-2012-v1": "icd9cm", "hhp-2012-icd10-v1": "icd10cm",
+               "hhp-2012-icd10-ccsr-v1": "icd10cm"}
 MAX_CODE = {"icd9_ranges": 5, "icd10_prefixes": 7}  # longest code a prefix rule reads
 SUPPRESSED = "*"
 

@@ -6,7 +6,8 @@ Three steps, which a DAG runs as separate tasks: ``stage`` (screen and
 encode), ``search_parts`` (the lattice search, one or more parts of the
 lattice at a time: ``partition``), ``finish`` (the best node over every
 part, its truncation, generalization and record).  ``hhp_release`` runs them
-in one process; the release is the same either way.
+in one process; the release is the same either way.  Input that screening
+empties is refused (``InputError``) by ``stage``, never released empty.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from anonymizers.claims.policy import load_policy
 from anonymizers.claims.recoding import Prepared, prepare
 from anonymizers.claims.risk import NodeRisk, NodeState, RiskModel
 from anonymizers.claims.screening import NAMED_POLICIES, named_policy, screen_normalized
-from anonymizers.errors import ParameterError
+from anonymizers.errors import InputError, ParameterError
 from anonymizers.pseudonyms import fresh, generator
 
 PSEUDONYM_STREAM = (2**32 - 1,)  # spawn key of the pseudonym generator (nodes use their levels)
@@ -209,9 +210,21 @@ def _prepared(claims_df, config: HHPConfig, compare: bool = True):
     policy = policy.with_rare_visible(config.rare_visible_codes)
     norm, present = normalize(claims_df() if callable(claims_df) else claims_df)
     kept, _, report = screen_normalized(norm, present, policy, compare)
+    _refuse_empty(report)
     prep = prepare(norm, present, load_hierarchies(config.hierarchies_source),
                    config.qis, config.truncation_percentile, keep=kept)
     return policy, report, prep
+
+
+def _refuse_empty(report: dict) -> None:
+    """A release keeping no member is refused, not returned empty: screening
+    (section 2) that removes everyone leaves nothing the method can protect
+    or publish, and an empty table must not pass for a release.  The message
+    gives counts only."""
+    if report["kept"]["members"] == 0 or report["kept"]["claims"] == 0:
+        raise InputError("claims", "the release would keep no member or no claim (screening "
+                         f"removed {report['members_removed']} of "
+                         f"{report['input']['members']} members); nothing released")
 
 
 def _evaluated(lattice: Lattice, r: NodeRisk) -> EvaluatedNode:
@@ -229,7 +242,7 @@ def _metrics(config, seed, policy, report, prep, model, lattice, chosen, st, nod
         p_dist[q.name] = {int(v): int(c) for v, c in zip(values, counts)}
     return {
         "method": "hhp", "paper": "El Emam et al., JMIR 2012, Multimedia Appendix",
-        "policy_version": policy["version"],
+        "policy_version": policy["version"], "hierarchies": config.hierarchies_source,
         "policy_extra_rare_visible": policy["extra_rare_visible"], "seed": seed,
         "input": report["input"], "screened": report["kept"],
         "members_removed_by_screening": report["members_removed"],

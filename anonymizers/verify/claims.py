@@ -26,7 +26,7 @@ Checks:
 
 Files: ``policy_path`` and ``hierarchies_path`` take a path or a bundled
 policy name of ``BUNDLED`` (``hhp-2012-v1``: ICD-9-CM, ``hhp-2012-icd10-v1``:
-ICD-10-CM).  Left out, they are ICD-9's bundled files: the policy to check
+ICD-10-CM; ``hhp-2012-icd10-ccsr-v1``: its lists, CCSR's diagnosis groups).  Left out, they are ICD-9's bundled files: the policy to check
 against is the caller's to name, never read from the release's own metrics
 (a release claiming another policy must not choose its own yardstick); check
 8 below then compares the metrics' version with the policy file's.  A hierarchy file may say ``extends:
@@ -61,7 +61,10 @@ DATE_LIKE = re.compile(r"^(\d{4}-\d{2}-\d{2}.*|(19|20|21)\d{2}(0[1-9]|1[0-2])(0[
 ICD10_LONGEST = 7  # ICD-10-CM codes have at most 7 characters
 BUNDLED = {"hhp-2012-v1": ("screening_policy_v1.yaml", "hierarchies.yaml"),
            "hhp-2012-icd10-v1": ("screening_policy_icd10_v1.yaml",
-                                 "hierarchies_icd10_v1.yaml")}
+                                 "hierarchies_icd10_v1.yaml"),
+           # the same lists with AHRQ's CCSR groups for the diagnosis (a hierarchy name)
+           "hhp-2012-icd10-ccsr-v1": ("screening_policy_icd10_v1.yaml",
+                                      "hierarchies_icd10_ccsr_v1.yaml")}
 SEX = {"1": "M", "M": "M", "MALE": "M", "2": "F", "F": "F", "FEMALE": "F"}
 
 

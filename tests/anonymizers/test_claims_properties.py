@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonymizers.claims import HHPConfig, hhp_release, release_risk
-from anonymizers.errors import ParameterError
+from anonymizers.errors import InputError, ParameterError
 from anonymizers.verify.claims import verify_hhp
 
 SCREENED_DX = ["0420", "6349", "E950", "V154", "3051", "302", "317", "V501", "99581"]
@@ -56,12 +56,24 @@ def expected_removed(df: pd.DataFrame) -> set:
     return set(df.loc[bad, "member_id"])
 
 
+def nothing_left(df: pd.DataFrame) -> bool:
+    """No medical claim of a member screening keeps (the test's own reading)."""
+    kept = df[~df["member_id"].isin(expected_removed(df))]
+    proc = kept["procedure_code"]
+    return not (~(proc.str[:1].str.isalpha().fillna(False) | proc.str.fullmatch(r"\d{3}"))).any()
+
+
 def release_or_none(df, config):
     try:
-        return hhp_release(df, config)
+        res = hhp_release(df, config)
     except ParameterError as err:  # no node meets MaxSup: nothing may be released
         assert err.field == "max_sup", err
         return None
+    except InputError as err:  # screening keeps nothing: refused, never an empty release
+        assert "keep no member" in err.problem and nothing_left(df), err
+        return None
+    assert len(res.members) and len(res.claims) and not nothing_left(df)
+    return res
 
 
 @settings(max_examples=15)
@@ -90,7 +102,9 @@ def test_release_passes_the_verifier(df, k, max_sup, seed):
 def test_measured_risk_of_the_release_matches_the_search(df, seed):
     config = HHPConfig(seed=seed, k=2, max_sup=1.0, **FAST)
     res = release_or_none(df, config)
-    assert res is not None  # max_sup = 1 accepts every node
+    if res is None:  # max_sup = 1 accepts every node: only input screening empties is refused
+        assert nothing_left(df)
+        return
     again = release_risk(df, res, config)
     assert again.risk == res.metrics["risk"]
     assert again.iterations == res.metrics["risk_iterations"]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from anonymizers.claims import HHPConfig, hhp_release, release_risk
-from anonymizers.errors import ParameterError
+from anonymizers.errors import InputError, ParameterError
 from anonymizers.verify.claims import verify_hhp
 
 FAST = {"sample_size": 300, "max_evaluations": 15, "ci_halfwidth": 0.02}
@@ -116,11 +116,25 @@ def test_no_node_meets_an_impossible_threshold(data):
         hhp_release(data, HHPConfig(seed=3, k=10_000, **FAST))
 
 
-def test_empty_input_gives_an_empty_release():
-    empty = synthetic(3).iloc[0:0]
-    res = hhp_release(empty, HHPConfig(seed=1, **FAST))
-    assert res.members.empty and res.claims.empty
-    assert verify_hhp(res, empty).ok
+def test_empty_input_is_refused_not_released_empty():
+    with pytest.raises(InputError, match="keep no member or no claim"):
+        hhp_release(synthetic(3).iloc[0:0], HHPConfig(seed=1, **FAST))
+
+
+def test_input_screening_empties_is_refused_with_counts_only(data):
+    """Every member has an HIV claim (section 2): the library refuses, as the
+    CLI does, naming counts and no member, claim or code."""
+    hiv = data.assign(dx_code=lambda d: d["dx_code"].where(
+        d.groupby("member_id").cumcount() > 0, "0420"))
+    with pytest.raises(InputError) as raised:
+        hhp_release(hiv, HHPConfig(seed=1, **FAST))
+    err = raised.value
+    n = hiv["member_id"].nunique()
+    assert err.source == "claims" and err.row is None
+    assert err.problem == ("the release would keep no member or no claim (screening removed "
+                           f"{n} of {n} members); nothing released")
+    for value in [*hiv["member_id"].unique(), "0420", "042"]:
+        assert value not in str(err)
 
 
 @pytest.mark.parametrize("params, field", [

@@ -25,11 +25,11 @@ FAST = {"sample_size": 300, "ci_halfwidth": 0.02, "max_evaluations": 15}
 FAST_ARGS = ["--sample-size", "300", "--ci-halfwidth", "0.02", "--max-evaluations", "15"]
 
 
-def synpuf_tables(n_members: int = 200, seed: int = 5):
+def synpuf_tables(n_members: int = 200, seed: int = 5, code_system: str = "icd9cm"):
     """Members (member_id, sex, birth_date) and claims from the generator's
     beneficiary summary and inpatient, outpatient and carrier claims."""
     chunk = next(generate(SyntheticConfig(n_members=n_members, seed=seed,
-                                          claims_per_member=6)))
+                                          claims_per_member=6, code_system=code_system)))
     bene = chunk["beneficiary_summary"]
     bene = bene[bene["year"] == 2008]
     members = pd.DataFrame({"member_id": bene["desynpuf_id"],
@@ -196,6 +196,35 @@ def test_release_keeping_nothing_is_an_error(tables, tmp_path, capsys):
     assert hhp(m, c, tmp_path / "out", "--seed", "1", *FAST_ARGS) == 2
     one_error_line(capsys, str(c), "keep no member")
     assert not (tmp_path / "out").exists()
+
+
+def test_icd10_claims_with_ccsr_groups(tmp_path, capsys):
+    """Generated ICD-10-CM claims, the ICD-10-CM screening lists (a policy
+    file) and ``--hierarchies hhp-2012-icd10-ccsr-v1``: written, verified by
+    the CLI and again here against the CCSR hierarchies, every diagnosis a
+    CCSR label of the chosen level."""
+    from anonymizers.claims.groupings import load_hierarchies
+    from anonymizers.claims.policy import DATA
+
+    ccsr = "hhp-2012-icd10-ccsr-v1"
+    policy = str(DATA / "screening_policy_icd10_v1.yaml")
+    tables = synpuf_tables(code_system="icd10cm")
+    m, c = write(tmp_path, *tables)
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--screening-policy", policy,
+               "--hierarchies", ccsr, "--key", str(tmp_path / "key.csv"), *FAST_ARGS) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"]["ok"] and report["metrics"]["hierarchies"] == ccsr
+    out = tmp_path / "out"
+    metrics = json.loads((out / "metrics.json").read_text())
+    claims = read(out / "claims.csv")
+    verdict = verify_release(read(out / "members.csv"), claims, metrics,
+                             read(tmp_path / "key.csv"), library_input(*tables),
+                             "hhp-2012-icd10-v1", ccsr)
+    assert verdict.ok, verdict.violations
+    dx = load_hierarchies(ccsr)["dx"]
+    level = dx.level_names.index(metrics["chosen_node"]["dx"])
+    assert set(claims["dx"]) <= set(dx.encode(tables[1]["dx_code"].fillna("").to_numpy(
+        dtype=object)).labels[level])
 
 
 def test_a_release_failing_verification_is_not_written(tables, tmp_path, capsys, monkeypatch):

@@ -2,7 +2,9 @@
 recoding to the least-loss lattice node whose measured risk meets MaxSup.
 On ICD-10-CM claims (``params["code_system"]``) the screening lists,
 primary-condition groups and hierarchies are ``hhp-2012-icd10-v1``'s, and the
-verifier checks against that policy.
+verifier checks against that policy; ``hhp_hierarchies`` may name another
+bundled hierarchy set of the code system (``hhp-2012-icd10-ccsr-v1``: AHRQ's
+CCSR groups for the diagnosis), which the verifier then checks against.
 
 It works on whole claims (one row per claim, sql/extract_claims_hhp.sql),
 extracted by its own step; the diagnosis-per-patient extract still feeds
@@ -32,7 +34,8 @@ TITLE = "Heritage Health Prize claims release"
 GATE_ROWS = 500_000  # released claims per Great Expectations run
 PARAMS = {
     **form.params("hhp", {"k": "k", "max_sup": "max_sup", "p_max": "p_max",
-                          "hhp_iterations": "max_iterations", "seed": "seed"},
+                          "hhp_iterations": "max_iterations", "seed": "seed",
+                          "hhp_hierarchies": "hierarchies_path"},
                   limits={"p_max": {"maximum": 50},
                           "hhp_iterations": {"minimum": 2, "maximum": 1000}}),
     "hhp_screen_all_diagnoses": {"type": "boolean", "default": False,
@@ -73,12 +76,30 @@ def _policy(params) -> str | None:
     return POLICY[params.get("code_system", "icd9cm")]
 
 
+def check(params) -> None:
+    """``hhp_hierarchies``: None (the code system's own, ``POLICY``) or a
+    bundled hierarchy set of the release's code system, never a file path (a
+    release names its recoding groups by version)."""
+    from anonymizers.claims.groupings import CODE_SYSTEM
+
+    name, system = params.get("hhp_hierarchies"), params.get("code_system", "icd9cm")
+    if name is None:
+        return
+    if name not in CODE_SYSTEM:
+        raise ValueError(f"hhp_hierarchies: {name!r} is not a bundled hierarchy set; the "
+                         f"names are {sorted(CODE_SYSTEM)}")
+    if CODE_SYSTEM[name] != system:
+        raise ValueError(f"hhp_hierarchies: {name} groups {CODE_SYSTEM[name]} codes, the "
+                         f"release's claims are {system}")
+
+
 def _config(params):
     from anonymizers.claims import HHPConfig
 
     return HHPConfig(seed=params["seed"], max_sup=params["max_sup"], p_max=params["p_max"],
                      max_iterations=params["hhp_iterations"], pseudonym_key=pseudonym_key(),
-                     policy_path=_policy(params))
+                     policy_path=_policy(params),
+                     hierarchies_path=params.get("hhp_hierarchies"))
 
 
 def prepare(run, params) -> list[dict]:
@@ -166,7 +187,8 @@ def verify(run, params) -> list[dict]:
                                    ReleasedClaims(run.path(staging.HHP_RELEASE_CLAIMS)),
                                    run.read_json(staging.HHP_METRICS),
                                    pd.read_parquet(run.path(staging.KEY)), batches,
-                                   policy_path=_policy(params)).as_dict()]
+                                   policy_path=_policy(params),
+                     hierarchies_path=params.get("hhp_hierarchies")).as_dict()]
 
 
 class ReleasedClaims:
