@@ -21,7 +21,8 @@ TEST_POLICY = {"medco_codes": {"k": 3, "min_anonymity_set": 5, "seed": 11, "n_cl
                # the ICD-10-CM files (issue 27), as their ICD-9-CM counterparts
                "medco_codes_icd10": {"k": 3, "min_anonymity_set": 5, "seed": 11,
                                      "n_clusters": None},
-               "hhp_claims_icd10": {"hhp_iterations": 50, "seed": 7}}
+               "hhp_claims_icd10": {"hhp_iterations": 50, "seed": 7},
+               "hhp_claims_icd10_ccsr": {"hhp_iterations": 50, "seed": 7}}
 
 
 def write_copies(folder: Path, policy: dict | None = None,

@@ -95,11 +95,15 @@ def _audit(warehouse, release: str, run_id: str) -> dict:
     return row
 
 
+@pytest.mark.parametrize("release, hierarchies", [
+    ("hhp_claims_icd10", "hhp-2012-icd10-v1"),  # translated primary-condition groups
+    ("hhp_claims_icd10_ccsr", "hhp-2012-icd10-ccsr-v1")])  # AHRQ CCSR
 def test_hhp_release_on_icd10_claims_uses_the_icd10_policy_and_passes_its_verifier(
-        icd10_ids, warehouse):
-    run = _dag("deid_hhp_claims_icd10").test(run_conf=TEST_POLICY["hhp_claims_icd10"])
+        icd10_ids, warehouse, release, hierarchies):
+    run = _dag(f"deid_{release}").test(run_conf=TEST_POLICY[release])
     assert str(run.state).endswith("success"), run.state
-    audit = _audit(warehouse, "hhp_claims_icd10", run.run_id)
+    audit = _audit(warehouse, release, run.run_id)
+    assert audit["metrics"]["hhp"]["hierarchies"] == hierarchies
     assert audit["outcome"] == "loaded" and audit["params"]["code_system"] == "icd10cm"
     verdicts = audit["verdicts"]["verdicts"]
     assert verdicts and all(v["ok"] for v in verdicts)
@@ -110,7 +114,7 @@ def test_hhp_release_on_icd10_claims_uses_the_icd10_policy_and_passes_its_verifi
     assert extract["code_system"] == "icd10cm" and extract["unknown_codes_dropped"] == 0
     assert audit["metrics"]["hhp"]["risk"] <= 0.05
     members = {m for (m,) in _query(warehouse, "SELECT DISTINCT member_pseudonym FROM "
-                                    "release.hhp_claims_icd10_members")}
+                                    f"release.{release}_members")}
     assert members and not members & icd10_ids
 
 
