@@ -7,7 +7,7 @@ checked by the independent verifier (``anonymizers.verify.dummies``):
   (DUPERSID -> patient, ICD9CODX -> code; 26,854 patients, 601 codes),
   clustered with the CLI's defaults (Jaccard HAC cut 0.5, complete linkage)
   at minimum anonymity set 150 with 3 clusters and 200 with 2, with the
-  default least-ratio frequency step; ``..._ward`` the same with Ward's
+  least-ratio frequency step (every clustered case uses it); ``..._ward`` the same with Ward's
   (``ClusterConfig.frequency_step``, docs/methods/medco.md#dummies-clustering);
 - ``meps_code_ranges_a150``: the same data with clusters "from another
   tool": codes in code order cut into ranges of at least 150 (ICD-9

@@ -90,13 +90,13 @@ def test_frequency_clusters_and_anonymity_set():
     result = cluster_codes(long(sets), ClusterConfig(min_anonymity_set=3, n_clusters=2))
     assert result.clusters == [sorted(f"r{i}" for i in range(12)), ["f0", "f1", "f2", "f3"]]
     assert result.metrics["anonymity_set_met"] and result.metrics["smallest_cluster"] == 4
-    ward = ClusterConfig(min_anonymity_set=6, n_clusters=2, frequency_step="ward")
-    result = cluster_codes(long(sets), ward)
+    result = cluster_codes(long(sets), ClusterConfig(min_anonymity_set=6, n_clusters=2))
     top = result.clusters[-1]
     assert len(top) == 6 and {"r0", "r1"} <= set(top)  # the most frequent rare codes moved up
     assert result.metrics["codes_moved_for_anonymity_set"] == 2
     # least_ratio forms the same clusters directly: nothing left to move.
-    least = cluster_codes(long(sets), ClusterConfig(min_anonymity_set=6, n_clusters=2))
+    least = cluster_codes(long(sets), ClusterConfig(min_anonymity_set=6, n_clusters=2,
+                                                    frequency_step="least_ratio"))
     assert least.clusters == result.clusters
     assert least.metrics["codes_moved_for_anonymity_set"] == 0
 

@@ -124,7 +124,7 @@ def test_on_grouped_codes_cluster_codes_uses_the_groups():
     records = encode_input(df)
     groups = correlated_groups(records.matrix, 0.5, "complete")
     labels = least_ratio_runs(groups, records.support(), 2, 3)
-    result = cluster_codes(df, ClusterConfig(2, 3))
+    result = cluster_codes(df, ClusterConfig(2, 3, frequency_step="least_ratio"))
     by_code = dict(zip(records.codes, labels))
     assert sorted(sorted(c) for c in result.clusters) == sorted(
         sorted(str(c) for c in records.codes[labels == j]) for j in set(labels))
