@@ -6,7 +6,9 @@ checked by the independent verifier (``anonymizers.verify.dummies``):
 - ``meps_a150_k3`` / ``meps_a200_k2``: INFORMS/MEPS 2005 conditions
   (DUPERSID -> patient, ICD9CODX -> code; 26,854 patients, 601 codes),
   clustered with the CLI's defaults (Jaccard HAC cut 0.5, complete linkage)
-  at minimum anonymity set 150 with 3 clusters and 200 with 2;
+  at minimum anonymity set 150 with 3 clusters and 200 with 2, with the
+  least-ratio frequency step (every clustered case uses it); ``..._ward`` the same with Ward's
+  (``ClusterConfig.frequency_step``, docs/methods/medco.md#dummies-clustering);
 - ``meps_code_ranges_a150``: the same data with clusters "from another
   tool": codes in code order cut into ranges of at least 150 (ICD-9
   chapter-like), so clusters mix frequencies and patients span them;
@@ -110,12 +112,15 @@ def case(df: pd.DataFrame, clusters: list, a: int, seed: int, clustering: dict |
 
 
 def clustered(df: pd.DataFrame, a: int, n_clusters: int | None, seed: int,
-              merge: bool = False) -> dict:
+              merge: bool = False, frequency_step: str = "least_ratio") -> dict:
     t = time.perf_counter()
     result = cluster_codes(df, ClusterConfig(min_anonymity_set=a, n_clusters=n_clusters,
-                                             merge_overflowing=merge))
+                                             merge_overflowing=merge,
+                                             frequency_step=frequency_step))
     m = result.metrics
     info = {"n_clusters_requested": n_clusters, "seconds": round(time.perf_counter() - t, 3),
+            "frequency_step": frequency_step,
+            "codes_moved_for_anonymity_set": m["codes_moved_for_anonymity_set"],
             "correlated_groups": m["correlated_groups"], "merge_overflowing": merge,
             "clusters_merged_section4": m["clusters_merged_section4"],
             "theoretical_ratio_before_merging": round(m["theoretical_ratio_before_merging"], 3)}
@@ -128,8 +133,9 @@ def run(small: bool) -> dict:
     if small:
         figures["meps_a20_k2"] = clustered(df, 20, 2, SEED)
         return figures
-    figures["meps_a150_k3"] = clustered(df, 150, 3, SEED)
-    figures["meps_a200_k2"] = clustered(df, 200, 2, SEED)
+    for a, k in ((150, 3), (200, 2)):
+        figures[f"meps_a{a}_k{k}"] = clustered(df, a, k, SEED)
+        figures[f"meps_a{a}_k{k}_ward"] = clustered(df, a, k, SEED, frequency_step="ward")
     figures["meps_code_ranges_a150"] = case(df, code_ranges(df, 150), 150, SEED, None)
     demo = demo_claims()
     figures["demo"] = {"members": DEMO["n_members"], "generator_seed": DEMO["seed"],

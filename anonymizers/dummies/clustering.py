@@ -21,8 +21,11 @@ def cluster_codes(df, config: ClusterConfig) -> ClusterResult:
     groups = correlated_groups(records.matrix, config.distance_threshold, config.linkage)
     n_max = max(1, n_codes // a)
     n_eff = min(config.n_clusters or n_max, n_max)
-    unit_mean = np.bincount(groups, weights=freq) / np.bincount(groups)
-    labels = ward_1d(unit_mean[groups], n_eff)
+    if config.frequency_step == "least_ratio":
+        labels = least_ratio_runs(groups, freq, a, n_eff)
+    else:
+        unit_mean = np.bincount(groups, weights=freq) / np.bincount(groups)
+        labels = ward_1d(unit_mean[groups], n_eff)
     labels, moved, split = enforce_min_anonymity(labels, groups, freq, a)
     before = theoretical_ratio(labels, freq)
     merged = 0
@@ -34,6 +37,7 @@ def cluster_codes(df, config: ClusterConfig) -> ClusterResult:
     metrics = {
         "n_patients": records.n_records, "n_codes": n_codes,
         "min_anonymity_set": a, "n_clusters_requested": config.n_clusters,
+        "frequency_step": config.frequency_step,
         "n_clusters": len(clusters), "cluster_sizes": sizes,
         "smallest_cluster": min(sizes), "anonymity_set_met": min(sizes) >= a,
         "correlated_groups": len(multi), "codes_in_correlated_groups": int(sum(map(len, multi))),
@@ -65,6 +69,76 @@ def ward_1d(values: np.ndarray, n_groups: int) -> np.ndarray:
         mean, weight = np.delete(mean, i + 1), np.delete(weight, i + 1)
         label_of_uniq[label_of_uniq > i] -= 1
     return label_of_uniq[inv]
+
+
+def least_ratio_runs(groups: np.ndarray, freq: np.ndarray, a: int, n_clusters: int) -> np.ndarray:
+    """Step 2 read as "clusters by frequency that are cheapest to flatten".
+
+    Units are the correlated groups (``groups`` labels each code), sorted by
+    their top frequency; clusters are contiguous runs of them, each of at
+    least ``a`` codes.  A run C costs ``sum_c max(0, top_C - 1 - f_c)``, the
+    occurrences its flattening within 1 needs (bounds.cluster_needs), and
+    the runs minimising the total are found exactly by dynamic programming.
+    Exactly ``n_clusters`` runs when the units allow it, else the most
+    they allow (fewer); one run when even that fails (fewer than ``a``
+    codes).  Labels follow ascending top frequency.
+    """
+    n_units = int(groups.max()) + 1
+    size = np.bincount(groups, minlength=n_units)
+    top = np.zeros(n_units, dtype=np.int64)
+    np.maximum.at(top, groups, freq)
+    at_top = np.bincount(groups, weights=freq == top[groups], minlength=n_units)
+    order = np.lexsort((np.arange(n_units), top))  # by top, ties by unit id
+    cost = _run_costs(size[order], top[order], at_top[order].astype(np.int64),
+                      np.bincount(groups, weights=freq, minlength=n_units)[order], a)
+    cuts = _best_cuts(cost, n_clusters)
+    run_of_unit = np.empty(n_units, dtype=np.int64)
+    run_of_unit[order] = np.repeat(np.arange(len(cuts) - 1), np.diff(cuts))
+    return run_of_unit[groups]
+
+
+_INF = np.iinfo(np.int64).max // 4
+
+
+def _run_costs(size, top, at_top, mass, a) -> np.ndarray:
+    """``cost[i, j]``: flattening units ``i..j-1`` (sorted by top) to their
+    top; ``_INF`` for runs under ``a`` codes or empty.  Since
+    ``max(0, T - 1 - f) = T - 1 - f + [f == T]`` for ``f <= T``, a run costs
+    ``n (T - 1) - sum f + #codes at T``, and codes at T lie in the run's
+    units whose top is T (a block of the sort)."""
+    n_codes = np.concatenate([[0], np.cumsum(size)])
+    f_sum = np.concatenate([[0], np.cumsum(mass)]).round().astype(np.int64)
+    eq = np.concatenate([[0], np.cumsum(at_top)])
+    n_units = len(size)
+    tie_start = np.searchsorted(top, top, side="left")  # first unit with the same top
+    i = np.arange(n_units + 1)[:, None]
+    j = np.arange(1, n_units + 1)[None, :]
+    last_top = top[j - 1]
+    count = n_codes[j] - n_codes[i]
+    ties = eq[j] - eq[np.maximum(i, tie_start[j - 1])]
+    cost = count * (last_top - 1) - (f_sum[j] - f_sum[i]) + ties
+    full = np.full((n_units + 1, n_units + 1), _INF, dtype=np.int64)
+    full[:, 1:] = np.where((count >= a) & (i < j), cost, _INF)
+    return full
+
+
+def _best_cuts(cost: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Cut points ``0 = c_0 < ... < c_k = U`` of the least total ``cost``
+    with ``k = n_clusters`` runs, or the largest feasible ``k`` below it."""
+    n = cost.shape[0] - 1
+    best, back = [np.full(n + 1, _INF, dtype=np.int64)], []
+    best[0][0] = 0
+    for _ in range(n_clusters):
+        total = np.where((best[-1][:, None] < _INF) & (cost < _INF), best[-1][:, None] + cost, _INF)
+        back.append(np.argmin(total, axis=0))
+        best.append(total[back[-1], np.arange(n + 1)])
+    k = max((k for k in range(1, n_clusters + 1) if best[k][n] < _INF), default=None)
+    if k is None:
+        return np.array([0, n])
+    cuts = [n]
+    for step in range(k, 0, -1):
+        cuts.append(int(back[step - 1][cuts[-1]]))
+    return np.array(cuts[::-1])
 
 
 def enforce_min_anonymity(labels: np.ndarray, groups: np.ndarray, freq: np.ndarray,

@@ -94,6 +94,11 @@ def test_frequency_clusters_and_anonymity_set():
     top = result.clusters[-1]
     assert len(top) == 6 and {"r0", "r1"} <= set(top)  # the most frequent rare codes moved up
     assert result.metrics["codes_moved_for_anonymity_set"] == 2
+    # least_ratio forms the same clusters directly: nothing left to move.
+    least = cluster_codes(long(sets), ClusterConfig(min_anonymity_set=6, n_clusters=2,
+                                                    frequency_step="least_ratio"))
+    assert least.clusters == result.clusters
+    assert least.metrics["codes_moved_for_anonymity_set"] == 0
 
 
 def test_every_code_in_exactly_one_cluster_and_none_smaller_than_a():
