@@ -405,3 +405,122 @@ def exact_min_suppression(problem: Problem, time_limit: float = 300.0) -> dict:
     bound = int(round(res.fun)) if optimal else int(np.ceil((res.mip_dual_bound or 0) - 1e-6))
     return {"bound": bound, "optimal": optimal, "seconds": round(time.perf_counter() - t0, 3)}
 
+
+
+def holder_pair_bound(problem: Problem, rounds: int = 1, step: float = 0.5,
+                      max_rows: int = 4000, time_limit: float | None = None) -> dict:
+    """Lower bound on the cost of S from splitting each code among its
+    constraints (a Lagrangian decomposition of (R); docs/methods/ugaclip.md#ugaclip-bound).
+
+    Give each constrained code c shares λ[c, p] >= 0 over the constraints
+    p ∋ c summing to its cost w_c.  For a feasible S every kept c has
+    g(c) ∈ T_p(S) for each p ∋ c, and T_p(S) is held by >= k records (before
+    S is removed, since removal only shrinks holders), so
+
+        cost(kept) <= sum_p val_p,   val_p >= max { λ_p(T) : T ⊆ G(p), m(T) >= k }
+
+    and cost(S) >= cost(constrained codes) - sum_p val_p.  ``_pair_value``
+    gives val_p from pairs of holders.  Round 1 splits evenly; each later
+    round moves shares of c away from the constraints whose best T keeps
+    g(c) (multiplicative weights, factor exp(-step)), and every round's
+    figure is a bound, so ``bound`` is the largest.  No round starts once
+    ``time_limit`` seconds have passed (the first always runs).  Returns ``{"bound",
+    "rounds", "seconds", "history"}`` (history: per round, seconds, bound)."""
+    t0 = time.perf_counter()
+    cost, group, k = problem.cost(), problem.group, problem.k
+    groups = _record_groups(problem.matrix, group)
+    codes = np.unique(np.concatenate([np.asarray(p) for p in problem.constraints])) \
+        if problem.constraints else np.zeros(0, dtype=np.int64)
+    share = [np.ones(len(p)) for p in problem.constraints]
+    best, history = 0, []
+    for _ in range(max(rounds, 1)):
+        if history and time_limit is not None and time.perf_counter() - t0 > time_limit:
+            break
+        _normalise(problem.constraints, share, cost)
+        total, kept = 0.0, []
+        for p, lam in zip(problem.constraints, share):
+            value, keep = _pair_value(groups, group[np.asarray(p)], lam, k, max_rows)
+            total += value
+            kept.append(keep)
+        figure = max(0, int(np.ceil(cost[codes].sum() - total - 1e-6)))
+        best = max(best, figure)
+        history.append((round(time.perf_counter() - t0, 1), figure))
+        share = [lam * np.exp(-step * keep) for lam, keep in zip(share, kept)]
+    return {"bound": best, "rounds": len(history),
+            "seconds": round(time.perf_counter() - t0, 3), "history": history}
+
+
+def _record_groups(matrix: sp.csr_matrix, group: np.ndarray) -> sp.csc_matrix:
+    """records x groups, 1 where the record holds a code of the group."""
+    n_codes = len(group)
+    to_group = sp.csr_matrix((np.ones(n_codes), (np.arange(n_codes), group)),
+                             shape=(n_codes, int(group.max(initial=-1)) + 1))
+    out = (matrix.astype(np.float64) @ to_group).tocsc()
+    out.data[:] = 1.0
+    return out
+
+
+def _normalise(constraints, share, cost) -> None:
+    """Scale each code's shares over its constraints to sum to its cost."""
+    n = len(cost)
+    total = np.zeros(n)
+    for p, lam in zip(constraints, share):
+        np.add.at(total, p, lam)
+    for p, lam in zip(constraints, share):
+        lam *= cost[p] / total[p]
+
+
+def _pair_value(groups: sp.csc_matrix, code_groups: np.ndarray, lam: np.ndarray,
+                k: int, max_rows: int) -> tuple:
+    """An upper bound on max λ(T) over T ⊆ G(p) held by >= k records, and, per
+    code of p, whether its group is in the T that attains the bound.
+
+    If H (|H| >= k) holds T then for every a ∈ H and b ∈ H \\ {a},
+    λ(T) <= V[a, b] = λ(G(p) ∩ G(a) ∩ G(b)).  So λ(T) <= f[a], the (k-1)-th
+    largest V[a, b] over b ≠ a, for k records a, i.e. λ(T) is at most the
+    k-th largest f[a].  Records with the same groups within G(p) are merged
+    (with counts); past ``max_rows`` distinct ones only a ∈ H is used
+    (λ(T) <= the k-th largest V[a, a])."""
+    gs, inv = np.unique(code_groups, return_inverse=True)
+    weight = np.bincount(inv, weights=lam, minlength=len(gs))
+    rows, count = _distinct_rows(groups[:, gs])
+    if count.sum() < k:  # only T = ∅ is held k times
+        return 0.0, np.zeros(len(code_groups))
+    if k < 2:
+        return float(weight.sum()), np.ones(len(code_groups))
+    if len(rows) > max_rows:
+        single = rows @ weight
+        a = _kth_largest(single, count, k)
+        return float(single[a]), rows[a][inv]
+    v = (rows * weight) @ rows.T
+    others = np.broadcast_to(count, v.shape) - np.eye(len(rows))  # b = a: its copies
+    order = np.argsort(-v, axis=1)
+    cum = np.cumsum(np.take_along_axis(others, order, axis=1), axis=1)
+    pick = np.argmax(cum >= k - 1, axis=1)  # the (k-1)-th largest b of each a
+    possible = cum[:, -1] >= k - 1
+    b = order[np.arange(len(rows)), pick]
+    f = np.where(possible, v[np.arange(len(rows)), b], -np.inf)
+    a = _kth_largest(f, count, k)
+    keep = rows[a] * rows[b[a]]
+    return max(float(f[a]), 0.0), keep[inv]
+
+
+def _distinct_rows(block: sp.csc_matrix) -> tuple:
+    """Distinct rows of a 0/1 records x groups block (float) and their counts."""
+    n, m = block.shape
+    if m > 52:  # too wide for an exact float key
+        dense = block.toarray() > 0
+        _, first, count = np.unique(np.packbits(dense, axis=1), axis=0,
+                                    return_index=True, return_counts=True)
+        return dense[first].astype(np.float64), count
+    coo = block.tocoo()
+    key = np.bincount(coo.row, weights=np.exp2(coo.col), minlength=n).astype(np.int64)
+    keys, count = np.unique(key, return_counts=True)
+    rows = (keys[:, None] >> np.arange(m)) & 1
+    return rows.astype(np.float64), count
+
+
+def _kth_largest(values: np.ndarray, count: np.ndarray, k: int) -> int:
+    """Index of the k-th largest value, each value repeated count times."""
+    order = np.argsort(-values, kind="stable")
+    return int(order[np.argmax(np.cumsum(count[order]) >= k)])

@@ -15,9 +15,10 @@ from anonymizers.ppe import PPEConfig, extract_policy
 from anonymizers.records import encode
 from anonymizers.ugaclip import UGACLIPConfig, ugaclip
 from anonymizers.ugaclip.baselines import aclip, suppression_only
-from anonymizers.ugaclip.bound import (brute_force_min_suppression, build_problem,
+from anonymizers.ugaclip.bound import (_pair_value, _record_groups,
+                                       brute_force_min_suppression, build_problem,
                                        exact_min_suppression, feasible,
-                                       relaxed_min_suppression)
+                                       holder_pair_bound, relaxed_min_suppression)
 from anonymizers.ugaclip.codes import dotted, place
 from anonymizers.ugaclip.plan import repair, suppression_plan
 from anonymizers.verify.ugaclip import verify_release
@@ -64,23 +65,70 @@ def test_bounds_order_relaxed_exact_and_ugaclip(recs, k):
     assert truth <= len(result.suppressed)
 
 
+def weighted_truth(recs, k, occurrences):
+    """The problem (codes weighted by occurrences or not) and the cost of its
+    lightest feasible set, by enumeration."""
+    import itertools
+
+    df = to_df(recs)
+    policy = [list(c) for c in extract_policy(df, PPEConfig(k)).constraints]
+    problem = build_problem(encode(df), policy, GROUPS, k, weigh_occurrences=occurrences)
+    w = problem.cost()
+    codes = sorted({c for p in problem.constraints for c in p})
+    return problem, min(sum(w[list(s)]) for n in range(len(codes) + 1)
+                        for s in itertools.combinations(codes, n) if feasible(problem, s))
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.lists(record, min_size=3, max_size=9), st.integers(2, 3))
 def test_occurrence_weighted_bound_is_the_weighted_minimum(recs, k):
     """Weighted by occurrences (Fig. S1A), the converged bound equals the
     lightest feasible set found by enumeration, and every round is below it."""
-    import itertools
-
-    df = to_df(recs)
-    policy = [list(c) for c in extract_policy(df, PPEConfig(k)).constraints]
-    problem = build_problem(encode(df), policy, GROUPS, k, weigh_occurrences=True)
-    w = problem.cost()
-    codes = sorted({c for p in problem.constraints for c in p})
-    truth = min(sum(w[list(s)]) for n in range(len(codes) + 1)
-                for s in itertools.combinations(codes, n) if feasible(problem, s))
+    problem, truth = weighted_truth(recs, k, occurrences=True)
     shrink = relaxed_min_suppression(problem, time_limit=30, shrink=True)
     assert shrink["optimal"] and shrink["bound"] == truth
     assert relaxed_min_suppression(problem, max_rounds=1, shrink=True)["bound"] <= truth
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(record, min_size=3, max_size=9), st.integers(2, 4), st.booleans(),
+       st.integers(1, 4))
+def test_holder_pair_bound_never_exceeds_the_relaxed_or_true_minimum(recs, k, occ, rounds):
+    """The decomposition bound is a bound on (R), hence on the truth, for any
+    number of share-moving rounds and either cost measure."""
+    problem, truth = weighted_truth(recs, k, occurrences=occ)
+    relaxed = relaxed_min_suppression(problem, time_limit=30)
+    pair = holder_pair_bound(problem, rounds=rounds)
+    assert relaxed["optimal"]
+    assert 0 <= pair["bound"] <= relaxed["bound"] <= truth
+    assert len(pair["history"]) == rounds and pair["bound"] == max(h[1] for h in pair["history"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(record, min_size=1, max_size=12), st.integers(1, 5), st.data())
+def test_pair_value_is_at_least_every_frequent_group_sets_weight(recs, k, data):
+    """``_pair_value`` bounds max λ(T) over T ⊆ G(p) held by >= k records, for
+    any non-negative λ, checked against every subset T, also with
+    ``max_rows`` 0 (the single-holder fallback)."""
+    import itertools
+
+    df = to_df(recs)
+    enc = encode(df)
+    group = build_problem(enc, [], GROUPS, k).group
+    groups = _record_groups(enc.matrix, group)
+    held = groups.toarray() > 0
+    p = data.draw(st.lists(st.integers(0, enc.n_codes - 1), min_size=1, unique=True), label="p")
+    lam = np.array(data.draw(st.lists(st.integers(0, 3), min_size=len(p), max_size=len(p)),
+                             label="lam"), dtype=float)
+    gp = group[p]
+    best = 0.0
+    for n in range(1, len(set(gp)) + 1):
+        for t in itertools.combinations(sorted(set(gp)), n):
+            if held[:, list(t)].all(axis=1).sum() >= k:
+                best = max(best, lam[np.isin(gp, t)].sum())
+    for max_rows in (4000, 0):
+        value, keep = _pair_value(groups, gp, lam, k, max_rows)
+        assert value >= best - 1e-9 and keep.shape == gp.shape
 
 
 def test_exact_bound_on_a_case_worked_by_hand():
