@@ -11,7 +11,7 @@ import pytest
 def test_bench_ugaclip_small(datasets_dir, monkeypatch):
     import benchmarks.bench_ugaclip as bench
 
-    for knob in ("ROUND_SECONDS", "EXACT_SECONDS"):  # read when called
+    for knob in ("ROUND_SECONDS", "EXACT_SECONDS", "PAIR_SECONDS"):  # read when called
         monkeypatch.setattr(bench, knob, 20.0)
     # an argument: main's default was bound when it was defined, so patching
     # BOUND_SECONDS left each case its 600 s budget (about 50 min in CI)
