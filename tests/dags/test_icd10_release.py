@@ -34,6 +34,10 @@ def release_files(tmp_path_factory):
         text.replace("name: medco_codes_icd10", "name: medco_mixed")
         .replace("table: medco_codes_icd10", "table: medco_mixed")
         .replace("mixed: refuse", f"mixed: map-to-icd10\ngem: {gem}"))
+    least = yaml.safe_load(text)  # MedCo's least-ratio frequency step, 3 clusters
+    least.update(name="medco_least_ratio", destination={"table": "medco_least_ratio"})
+    least["params"].update(frequency_step="least_ratio", n_clusters=3)
+    (folder / "medco_least_ratio.yaml").write_text(yaml.safe_dump(least))
     for name, params in ICD10_COPIES.items():
         raw = yaml.safe_load((folder / f"{name}.yaml").read_text())
         raw.update(name=f"{name}_icd10", code_system="icd10cm",
@@ -187,6 +191,18 @@ def test_mixed_code_systems_are_refused_or_mapped_as_the_release_file_says(icd10
     finally:
         with warehouse.connect() as conn, conn.cursor() as cur:
             cur.execute("TRUNCATE " + ", ".join(f"source.{t}" for t in RIF_TABLES))
+
+
+def test_medco_least_ratio_frequency_step_from_the_release_file(icd10_ids, warehouse):
+    """A release file selects MedCo's least-ratio frequency step (issue 27:
+    it keeps the ICD-10 dummy ratio within 20 % of ICD-9's); the clusters it
+    forms pass the verifier and the release loads."""
+    conf = {k: v for k, v in TEST_POLICY["medco_codes_icd10"].items() if k != "n_clusters"}
+    run = _dag("deid_medco_least_ratio").test(run_conf=conf)
+    audit = _audit(warehouse, "medco_least_ratio", run.run_id)
+    assert str(run.state).endswith("success"), audit["error"]
+    assert audit["outcome"] == "loaded" and audit["params"]["frequency_step"] == "least_ratio"
+    assert all(v["ok"] for v in audit["verdicts"]["verdicts"])
 
 
 @pytest.mark.parametrize("name", sorted(ICD10_COPIES))

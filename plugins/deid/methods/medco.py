@@ -33,7 +33,7 @@ TITLE = "MedCo dummy patients"
 PARAMS = {
     # medco protects the PPE constraints: its k is PPE's
     **form.params("ppe", ["k"]),
-    **form.params("medco_clusters", ["min_anonymity_set", "n_clusters"],
+    **form.params("medco_clusters", ["min_anonymity_set", "n_clusters", "frequency_step"],
                   limits={"min_anonymity_set": {"maximum": 100_000},
                           "n_clusters": {"maximum": 10_000}}, min_anonymity_set=20),
     **form.params("medco", ["seed"]),
@@ -51,7 +51,8 @@ def cluster_codes(run, params) -> dict:
     from anonymizers.dummies import cluster_codes as cluster
 
     result = cluster(_patient_codes(run), ClusterConfig(
-        min_anonymity_set=params["min_anonymity_set"], n_clusters=params["n_clusters"]))
+        min_anonymity_set=params["min_anonymity_set"], n_clusters=params["n_clusters"],
+        frequency_step=params["frequency_step"]))
     run.write_json(staging.CLUSTERS, {"clusters": result.clusters})
     return {"clusters": len(result.clusters), **run.small(result.metrics)}
 
