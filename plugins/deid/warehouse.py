@@ -89,16 +89,17 @@ def _local_connection():
     metadata DB, any configured backend), each asked in turn; one that fails
     raises instead of being skipped, as Airflow's own loop would."""
     from airflow.configuration import ensure_secrets_loaded
+    from airflow.secrets.metastore import MetastoreBackend
 
     for backend in ensure_secrets_loaded():
         try:
             conn = backend.get_connection(conn_id=CONN_ID)
         except Exception as exc:  # noqa: BLE001 - reported as one line below
+            hint = (" (is Airflow's metadata database set up? `airflow db migrate` under "
+                    "AIRFLOW_HOME)") if isinstance(backend, MetastoreBackend) else ""
             raise WarehouseError(f"could not look up the {CONN_ID!r} connection in "
                                  f"{type(backend).__name__}: {_first_line(exc)}; "
-                                 "no embedded warehouse started (is Airflow's metadata "
-                                 "database set up? `airflow db migrate` under AIRFLOW_HOME)"
-                                 ) from None
+                                 f"no embedded warehouse started{hint}") from None
         if conn:
             return conn
     return None
