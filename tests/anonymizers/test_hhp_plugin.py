@@ -31,6 +31,19 @@ def release_file(folder: Path, **params) -> Path:
     return path
 
 
+def _staged(monkeypatch, tmp_path, claims, **params):
+    """A fake run whose extract writes ``claims``, and the plugin's HHP
+    parameters on ICD-10-CM with the CCSR hierarchies (``params`` added)."""
+    from deid import extract
+
+    monkeypatch.setattr(extract, "extract_claims_table",
+                        lambda path, scope, policy: claims.to_parquet(path, index=False))
+    monkeypatch.setenv("AIRFLOW_VAR_DEID_TOKEN_KEY", "test-key-not-secret")
+    return FakeRun(tmp_path), {"seed": 1, "max_sup": 0.05, "p_max": 5, "hhp_iterations": 10,
+                               "hhp_screen_all_diagnoses": False, "scope": "TRUE",
+                               "code_system": "icd10cm", "hhp_hierarchies": CCSR, **params}
+
+
 def test_a_release_file_selects_the_ccsr_hierarchies(tmp_path):
     release = load_release(release_file(tmp_path, hhp_hierarchies=CCSR))
     assert release.params["hhp_hierarchies"] == CCSR
@@ -74,17 +87,11 @@ def test_the_dag_task_fails_when_screening_removes_every_member(tmp_path, monkey
     the library's InputError, which the DAG's task wrapper turns into a
     failed task (no retry): no empty release is staged or loaded."""
     from airflow.sdk.exceptions import AirflowFailException
-    from deid import extract
     from deid.airflow_glue import no_retry_on_bad_data
 
-    claims = synthetic(20).assign(dx_code="B20")  # HIV in ICD-10-CM: screened out (section 2)
-    monkeypatch.setattr(extract, "extract_claims_table",
-                        lambda path, scope, policy: claims.to_parquet(path, index=False))
-    monkeypatch.setenv("AIRFLOW_VAR_DEID_TOKEN_KEY", "test-key-not-secret")
-    run = FakeRun(tmp_path)
-    params = {"seed": 1, "max_sup": 0.05, "p_max": 5, "hhp_iterations": 10,
-              "hhp_screen_all_diagnoses": False, "lattice_parts_per_task": 1, "k": 5,
-              "scope": "TRUE", "code_system": "icd10cm", "hhp_hierarchies": CCSR}
+    # HIV in ICD-10-CM: screened out (section 2)
+    run, params = _staged(monkeypatch, tmp_path, synthetic(20).assign(dx_code="B20"),
+                          lattice_parts_per_task=1, k=5)
     with pytest.raises(InputError, match="keep no member or no claim"):
         hhp.prepare(run, params)
     with pytest.raises(AirflowFailException, match="keep no member"):
@@ -98,19 +105,12 @@ def test_the_dag_step_releases_icd10_claims_with_ccsr_groups(tmp_path, monkeypat
     with the CCSR hierarchies (the risk experiment made small, as FAST)."""
     from dataclasses import replace
 
-    from deid import extract
 
     config = hhp._config
     monkeypatch.setattr(hhp, "_config", lambda p: replace(config(p), **FAST))
 
     claims = synthetic(60).assign(dx_code=lambda d: d["dx_code"].map(TO_ICD10))
-    monkeypatch.setattr(extract, "extract_claims_table",
-                        lambda path, scope, policy: claims.to_parquet(path, index=False))
-    monkeypatch.setenv("AIRFLOW_VAR_DEID_TOKEN_KEY", "test-key-not-secret")
-    run = FakeRun(tmp_path)
-    params = {"seed": 1, "max_sup": 0.05, "p_max": 5, "hhp_iterations": 10,
-              "hhp_screen_all_diagnoses": False, "lattice_parts_per_task": 5, "k": 2,
-              "scope": "TRUE", "code_system": "icd10cm", "hhp_hierarchies": CCSR}
+    run, params = _staged(monkeypatch, tmp_path, claims, lattice_parts_per_task=5, k=2)
     for batch in hhp.prepare(run, params):
         hhp.search(run, params, batch)
     metrics = hhp.release(run, params)
