@@ -265,10 +265,15 @@ def _make_batch(ctx: _Context, src: np.ndarray, level: np.ndarray, stats: dict) 
     return repair(batch, ctx, stats)
 
 
-def _commit(ctx: _Context, batch: Batch, batches: list) -> Batch:
+def _commit(ctx: _Context, batch: Batch, batches: list, profile: np.ndarray | None = None) -> Batch:
+    """Add ``batch`` to the release.  ``profile``: each dummy's own profile
+    (-1 for one no real patient has), when it may differ from its source's
+    (carried dummies re-sourced by size, ``persist.carry``); a set counts
+    against the profile it fills, or that profile's unused sets are miscounted."""
     ctx.freq = ctx.freq + np.bincount(batch.codes, minlength=len(ctx.freq))
     ctx.existing = np.sort(np.concatenate([ctx.existing, batch.hashes(ctx.keys)]))
-    ctx.used = ctx.used + np.bincount(ctx.profiles.of[batch.src], minlength=len(ctx.used))
+    prof = ctx.profiles.of[batch.src] if profile is None else profile[profile >= 0]
+    ctx.used = ctx.used + np.bincount(prof, minlength=len(ctx.used))
     ctx.duplicated[batch.src] = True
     batches.append(batch)
     return batch

@@ -15,6 +15,7 @@ from anonymizers.dummies import generate
 from anonymizers.dummies.batch import Batch
 from anonymizers.dummies.config import DummyConfig
 from anonymizers.dummies.inputs import check_clusters, encode_input, widen
+from anonymizers.dummies.profiles import profile_ids
 from anonymizers.dummies.release import assemble
 from anonymizers.dummies.results import DummyResult, NoReleaseError
 from anonymizers.errors import InputError, ParameterError
@@ -157,7 +158,8 @@ def _top_up(ctx, carried: Batch) -> tuple[Batch, dict]:
     context that already holds the carried dummies."""
     batches: list[Batch] = []
     if carried.n:
-        generate._commit(ctx, carried, batches)
+        own = profile_ids(ctx.profiles, ctx.cluster_of, carried.indptr, carried.codes)
+        generate._commit(ctx, carried, batches, own)
     stats = dict.fromkeys(generate.STAT_KEYS, 0) | {"planned_ratio": 1.0, "plan_optimal": True}
     route, rounds = generate._exact(ctx, batches), 1
     if route is None:

@@ -57,12 +57,31 @@ def build_profiles(matrix: sp.csr_matrix, cluster_of: np.ndarray,
     counts = sp.csr_matrix(sp.csr_matrix(matrix, dtype=np.int64) @ onehot)
     counts.eliminate_zeros()
     counts.sort_indices()
-    keys = [counts.indices[a:b].tobytes() + counts.data[a:b].tobytes()
-            for a, b in zip(counts.indptr[:-1], counts.indptr[1:])]
-    of, first = _factorize_first(keys)
+    of, first = _factorize_first(_row_keys(counts))
     sizes = np.array([len(c) for c in clusters])
     possible = np.array([_n_sets(counts[i], sizes) for i in first], dtype=np.int64)
     return Profiles(of=of, counts=counts, possible=possible, clusters=clusters)
+
+
+def profile_ids(profiles: Profiles, cluster_of: np.ndarray, indptr: np.ndarray,
+                codes: np.ndarray) -> np.ndarray:
+    """The profile of each code set ``codes[indptr[d]:indptr[d+1]]`` (by its own
+    codes, not its source's), or -1 where no real patient has that profile."""
+    n_sets = len(indptr) - 1
+    owner = np.repeat(np.arange(n_sets), np.diff(indptr))
+    counts = sp.csr_matrix((np.ones(len(codes), dtype=np.int64), (owner, cluster_of[codes])),
+                           shape=(n_sets, len(profiles.clusters)))
+    counts.sum_duplicates()
+    counts.sort_indices()
+    known = dict(zip(_row_keys(profiles.counts), profiles.of))
+    return np.array([known.get(key, -1) for key in _row_keys(counts)], dtype=np.int64)
+
+
+def _row_keys(counts: sp.csr_matrix) -> list[bytes]:
+    """One key per row of a per-cluster count matrix (canonical CSR): equal profiles, equal keys."""
+    idx, data = counts.indices.astype(np.int64), counts.data.astype(np.int64)
+    return [idx[a:b].tobytes() + data[a:b].tobytes()
+            for a, b in zip(counts.indptr[:-1], counts.indptr[1:])]
 
 
 def _factorize_first(keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:

@@ -87,10 +87,11 @@ def test_frequency_clusters_and_anonymity_set():
     # 4 frequent codes (40 patients each) and 12 rare ones (1-3 patients).
     sets = [{f"f{i}"} for i in range(4)] * 40 + [{f"r{i}"} for i in range(12)] * 2
     sets += [{"r0"}, {"r1"}]
-    result = cluster_codes(long(sets), ClusterConfig(min_anonymity_set=3, n_clusters=2))
+    ward = {"n_clusters": 2, "frequency_step": "ward"}  # step 3 moves codes after Ward's step
+    result = cluster_codes(long(sets), ClusterConfig(min_anonymity_set=3, **ward))
     assert result.clusters == [sorted(f"r{i}" for i in range(12)), ["f0", "f1", "f2", "f3"]]
     assert result.metrics["anonymity_set_met"] and result.metrics["smallest_cluster"] == 4
-    result = cluster_codes(long(sets), ClusterConfig(min_anonymity_set=6, n_clusters=2))
+    result = cluster_codes(long(sets), ClusterConfig(min_anonymity_set=6, **ward))
     top = result.clusters[-1]
     assert len(top) == 6 and {"r0", "r1"} <= set(top)  # the most frequent rare codes moved up
     assert result.metrics["codes_moved_for_anonymity_set"] == 2

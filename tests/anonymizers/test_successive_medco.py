@@ -148,6 +148,52 @@ def test_dummies_of_a_leaver_take_another_source():
     assert verify_dummies(second, res.released, res.dummy_map, new.clusters, 8).ok
 
 
+def test_least_ratio_lineage_counts_resourced_dummies_by_their_own_profile():
+    """Regression (least-ratio clusters, issue 25): a carried dummy re-sourced by
+    size keeps its own codes per cluster; counted against its new source's
+    profile it pushed that profile past its possible sets (28 sets of 2 among
+    the top cluster's 8 codes, 29 counted), which the plan read as a proof
+    that no release exists."""
+    from anonymizers.dummies.profiles import profile_ids
+
+    first, second = two_cohorts(seed=3)
+    cl = cluster_codes(first, ClusterConfig(min_anonymity_set=8,
+                                            frequency_step="least_ratio")).clusters
+    _, state = persist.apply(first, cl, DummyConfig(seed=11))
+    res, _ = persist.apply(second, persist.clusters_for(second, state), DummyConfig(seed=11),
+                           state)
+    assert res.metrics["carried_dummies"] > res.metrics["new_dummies"] > 0
+    assert verify_dummies(second, res.released, res.dummy_map, cl, 8).ok
+    # the case exists: some carried dummy's profile is not its source's
+    from anonymizers.dummies import generate
+    from anonymizers.dummies.inputs import check_clusters, encode_input, widen
+
+    raw = encode_input(second)
+    records = widen(raw, np.array(sorted(c for x in cl for c in x), dtype=object))
+    run = DummyConfig(seed=persist.run_seed(DummyConfig(seed=11), 2))  # as apply draws it
+    ctx = generate._context(records, check_clusters(cl, raw.codes), run)
+    carried = persist.carry(state, records, ctx.cluster_of, ctx.rng).batch
+    own = profile_ids(ctx.profiles, ctx.cluster_of, carried.indptr, carried.codes)
+    n_p = len(ctx.used)
+    by_source = ctx.used + np.bincount(ctx.profiles.of[carried.src], minlength=n_p)
+    by_own = ctx.used + np.bincount(own[own >= 0], minlength=n_p)
+    assert (by_source > ctx.profiles.possible).any()  # the miscount
+    assert (by_own <= ctx.profiles.possible).all()  # every set distinct: never more
+
+
+def test_profile_ids_by_own_codes():
+    from anonymizers.dummies.profiles import build_profiles, profile_ids
+    from anonymizers.records import from_sets
+
+    rec = from_sets([{"a", "b"}, {"a", "c"}, {"c"}])  # clusters {a, b} and {c}
+    cluster_of = np.array([0, 0, 1])
+    prof = build_profiles(rec.matrix, cluster_of, [np.array([0, 1]), np.array([2])])
+    sets = [[0, 2], [2], [0, 1], [0, 1, 2]]  # profiles (1,1), (0,1), (2,0), none
+    indptr = np.concatenate([[0], np.cumsum([len(x) for x in sets])])
+    ids = profile_ids(prof, cluster_of, indptr, np.concatenate(sets))
+    assert ids.tolist() == [prof.of[1], prof.of[2], prof.of[0], -1]
+
+
 def test_refusal_names_the_carried_dummies(monkeypatch):
     """When no top-up exists around the carried dummies, the run is refused
     (not silently restarted, which would drop the defence)."""
@@ -293,7 +339,11 @@ def test_cli_lineage_matches_in_process(tmp_path, capsys):
     report_off = attack([r for r, _ in off], [m for _, m in off])
     report_on = attack([r for r, _ in on], [m for _, m in on])
     row_off, row_on = (r["attacks"]["seen_before"][0] for r in (report_off, report_on))
-    assert row_off["precision"] - row_off["base_rate"] > 0.3 and report_off["breached"]
+    # off: the margin the breach verdict tests, beyond what one release reveals (with the
+    # least-ratio clusters' small top cluster, new dummies often repeat a set released before,
+    # which lowers the overall row's margin to 0.28 but not this one's, 0.49)
+    beyond = row_off["beyond_single_release"]
+    assert beyond["precision"] - beyond["base_rate"] > 0.3 and report_off["breached"]
     assert abs(row_on["precision"] - row_on["base_rate"]) <= TOLERANCE
     assert report_on["breached"] is False
     assert json.loads((tmp_path / "s2" / "state.json").read_text())["generation"] == 2
