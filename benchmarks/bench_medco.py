@@ -7,8 +7,9 @@ checked by the independent verifier (``anonymizers.verify.dummies``):
   (DUPERSID -> patient, ICD9CODX -> code; 26,854 patients, 601 codes),
   clustered with the CLI's defaults (Jaccard HAC cut 0.5, complete linkage)
   at minimum anonymity set 150 with 3 clusters and 200 with 2, with the
-  least-ratio frequency step (every clustered case uses it); ``..._ward`` the same with Ward's
-  (``ClusterConfig.frequency_step``, docs/methods/medco.md#dummies-clustering);
+  library's default frequency step, least-ratio (every clustered case uses
+  it); ``..._ward`` the same with Ward's (``ClusterConfig.frequency_step``,
+  docs/methods/medco.md#dummies-clustering);
 - ``meps_code_ranges_a150``: the same data with clusters "from another
   tool": codes in code order cut into ranges of at least 150 (ICD-9
   chapter-like), so clusters mix frequencies and patients span them;
@@ -112,14 +113,15 @@ def case(df: pd.DataFrame, clusters: list, a: int, seed: int, clustering: dict |
 
 
 def clustered(df: pd.DataFrame, a: int, n_clusters: int | None, seed: int,
-              merge: bool = False, frequency_step: str = "least_ratio") -> dict:
+              merge: bool = False, frequency_step: str | None = None) -> dict:
+    """``frequency_step=None``: ClusterConfig's default (the step the library releases with)."""
     t = time.perf_counter()
+    step = {} if frequency_step is None else {"frequency_step": frequency_step}
     result = cluster_codes(df, ClusterConfig(min_anonymity_set=a, n_clusters=n_clusters,
-                                             merge_overflowing=merge,
-                                             frequency_step=frequency_step))
+                                             merge_overflowing=merge, **step))
     m = result.metrics
     info = {"n_clusters_requested": n_clusters, "seconds": round(time.perf_counter() - t, 3),
-            "frequency_step": frequency_step,
+            "frequency_step": m["frequency_step"],
             "codes_moved_for_anonymity_set": m["codes_moved_for_anonymity_set"],
             "correlated_groups": m["correlated_groups"], "merge_overflowing": merge,
             "clusters_merged_section4": m["clusters_merged_section4"],

@@ -39,14 +39,13 @@ class ClusterConfig:
                          doc="Linkage of the hierarchical agglomerative clustering on Jaccard "
                          "distances (the report does not name one).")
     frequency_step: str = param(
-        "ward", kind="str", choices=FREQUENCY_STEPS,
+        "least_ratio", kind="str", choices=FREQUENCY_STEPS,
         doc="How step 2 of section 2 clusters the correlated groups by frequency (the report "
-        "does not name a method).  'least_ratio': contiguous runs of the groups sorted by top "
-        "frequency, each of at least A codes, that need the fewest dummy occurrences to "
-        "flatten (exact dynamic programming); it needs far fewer dummies (MEPS A=150: ratio "
-        "8.03 against 12.40) but a successive release may then refuse to carry the last "
-        "release's dummies, so it is not the default yet.  'ward' (default): Ward's "
-        "agglomeration on each group's mean frequency, then codes moved into clusters under A.  "
+        "does not name a method).  'least_ratio' (default): contiguous runs of the groups "
+        "sorted by top frequency, each of at least A codes, that need the fewest dummy "
+        "occurrences to flatten (exact dynamic programming); it needs far fewer dummies (MEPS "
+        "A=150: ratio 8.03 against 12.40 with 'ward').  'ward': Ward's agglomeration on each "
+        "group's mean frequency, then codes moved into clusters under A.  "
         "See docs/methods/medco.md#dummies-clustering.")
     merge_overflowing: bool = param(
         False, kind="bool",
