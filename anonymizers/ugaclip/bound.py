@@ -524,3 +524,131 @@ def _kth_largest(values: np.ndarray, count: np.ndarray, k: int) -> int:
     """Index of the k-th largest value, each value repeated count times."""
     order = np.argsort(-values, kind="stable")
     return int(order[np.argmax(np.cumsum(count[order]) >= k)])
+
+
+def hull_lagrangian_bound(problem: Problem, iterations: int = 3000, step: float = 2.0,
+                          time_limit: float | None = None, max_sets: int = 20000) -> dict:
+    """Lower bound on the cost of S from the Lagrangian dual of (R) with each
+    constraint's exact frequent-set hull (docs/methods/ugaclip.md#ugaclip-bound).
+
+    For p with G(p) infrequent, F_p are the maximal T ⊆ G(p) held by >= k
+    records (before S is removed).  A feasible S has T_p(S) ⊆ some T ∈ F_p
+    (or empty), so x = 1_S and λ_p = e_T solve
+
+        min w.x  s.t.  x_c + Σ_{T ∈ F_p, g(c) ∈ T} λ_{p,T} >= 1  (p, c ∈ p),
+                       Σ_T λ_{p,T} <= 1,  x ∈ [0, 1], λ >= 0,
+
+    and for any multipliers u >= 0 on the first rows
+
+        L(u) = Σ u + Σ_c min(0, w_c - Σ_{p ∋ c} u[p, c]) - Σ_p max(0, max_{T ∈ F_p} u_p(T))
+
+    is at most that minimum (u_p(T): u of p's codes in groups of T).  u starts
+    as the holder-pair bound's even split and follows projected subgradient
+    steps (length ``step``, shrinking as 1/sqrt(1 + i/50)); the largest L
+    seen, rounded up, is the bound.  A constraint whose frequent sets exceed
+    ``max_sets`` is left out (a relaxation, still valid).  Returns ``{"bound",
+    "iterations", "seconds", "setup_seconds", "dropped", "sets", "history"}``
+    (``dropped``: constraints left out; ``sets``: rows of F_p kept, with one
+    empty set per constraint; ``history``: every 100th step's seconds and
+    bound so far)."""
+    t0 = time.perf_counter()
+    cost = problem.cost()
+    lag = _HullLagrangian(problem, max_sets)
+    u = cost[lag.code] / np.maximum(np.bincount(lag.code, minlength=len(cost)), 1)[lag.code]
+    best, history, done = -np.inf, [], 0
+    for i in range(iterations):
+        if time_limit is not None and i and time.perf_counter() - t0 > time_limit:
+            break
+        value, grad = lag.value_and_subgradient(u, cost)
+        best, done = max(best, value), i + 1
+        if i % 100 == 0:
+            history.append((round(time.perf_counter() - t0, 1), int(np.ceil(best - 1e-6))))
+        norm = np.sqrt((grad ** 2).sum())
+        if norm == 0:
+            break
+        u = np.maximum(0.0, u + step * grad / norm / np.sqrt(1.0 + i / 50.0))
+    bound = max(0, int(np.ceil(best - 1e-6))) if done else 0
+    return {"bound": bound, "iterations": done, "seconds": round(time.perf_counter() - t0, 3),
+            "dropped": lag.dropped, "sets": lag.n_sets, "history": history,
+            "setup_seconds": lag.setup_seconds}
+
+
+class _HullLagrangian:
+    """The pieces of ``hull_lagrangian_bound``: one entry per (p, c ∈ p) of
+    the constraints kept (``code``, ``pid``), and ``sets`` (sparse, one row per
+    T ∈ F_p plus the empty set, 1 where g(c) ∈ T), rows grouped by p."""
+
+    def __init__(self, problem: Problem, max_sets: int):
+        t0 = time.perf_counter()
+        k, group = problem.k, problem.group
+        holders = _record_groups(problem.matrix, group)
+        gb = _GroupBits(problem.matrix, group)
+        codes, pids, rows, cols, starts = [], [], [], [], []
+        n_rows, self.dropped = 0, 0
+        for pid, p in enumerate(problem.constraints):
+            gs, inv = np.unique(group[np.asarray(p)], return_inverse=True)
+            if gb.support(gs) >= k:
+                continue  # (R) asks nothing of p
+            sets = _maximal_frequent(*_distinct_rows(holders[:, gs]), k, max_sets)
+            if sets is None:
+                self.dropped += 1
+                continue
+            block = sets[:, inv]  # T x codes of p
+            r, c = np.nonzero(block)
+            starts.append(n_rows)
+            rows.append(r + n_rows)
+            cols.append(c + len(codes))
+            n_rows += len(sets) + 1  # the last row: T = ∅
+            codes.extend(p)
+            pids.extend([pid] * len(p))
+        self.code = np.asarray(codes, dtype=np.int64)
+        self.n_sets = n_rows
+        self.sets = sp.csr_matrix(
+            (np.ones(sum(map(len, rows))), (np.concatenate(rows or [[]]).astype(np.int64),
+                                            np.concatenate(cols or [[]]).astype(np.int64))),
+            shape=(n_rows, len(codes)))
+        self.starts = np.asarray(starts, dtype=np.int64)
+        self.owner = np.repeat(np.arange(len(starts)), np.diff(np.r_[self.starts, n_rows]))
+        self.setup_seconds = round(time.perf_counter() - t0, 3)
+
+    def value_and_subgradient(self, u: np.ndarray, cost: np.ndarray) -> tuple:
+        n = len(cost)
+        total = np.bincount(self.code, weights=u, minlength=n)
+        score = self.sets @ u
+        if not len(self.starts):
+            return float(u.sum() + np.minimum(0.0, cost - total).sum()), 1.0 - (total > cost)[self.code]
+        top = np.maximum.reduceat(score, self.starts)  # >= 0: the empty set scores 0
+        value = u.sum() + np.minimum(0.0, cost - total).sum() - top.sum()
+        hit = np.flatnonzero(score >= top[self.owner])
+        first = hit[np.r_[True, np.diff(self.owner[hit]) > 0]]  # one best T per p
+        kept = np.asarray(self.sets[first].sum(axis=0)).ravel() > 0
+        return float(value), 1.0 - (total > cost)[self.code] - kept
+
+
+def _maximal_frequent(rows: np.ndarray, count: np.ndarray, k: int, cap: int):
+    """The maximal group sets held by >= k records, as a 0/1 matrix over the
+    columns of ``rows`` (distinct record projections, with counts); None if
+    more than ``cap`` frequent sets would be enumerated.  Level-wise: each
+    frequent T grows by a column past its last, so every frequent set is met
+    once (its prefixes are frequent too)."""
+    m = rows.shape[1]
+    level = np.eye(m, dtype=bool)
+    level = level[count @ rows >= k]
+    found, seen, size = [], 0, 1
+    width = rows.sum(axis=1)
+    while len(level):
+        seen += len(level)
+        if seen > cap:
+            return None
+        wide = width >= size  # only records with that many groups can hold T
+        rows, count, width = rows[wide], count[wide], width[wide]
+        size += 1
+        held = (rows @ level.T.astype(np.float64)) == level.sum(axis=1)  # records x T
+        grow = (count[:, None] * held).T @ rows  # support of T + g
+        frequent = (grow >= k) & ~level
+        found.append(level[~frequent.any(axis=1)])
+        last = m - 1 - np.argmax(level[:, ::-1], axis=1)
+        t, g = np.nonzero(frequent & (np.arange(m) > last[:, None]))
+        level = level[t]
+        level[np.arange(len(t)), g] = True
+    return np.vstack(found) if found else np.zeros((0, m), dtype=bool)

@@ -15,10 +15,11 @@ from anonymizers.ppe import PPEConfig, extract_policy
 from anonymizers.records import encode
 from anonymizers.ugaclip import UGACLIPConfig, ugaclip
 from anonymizers.ugaclip.baselines import aclip, suppression_only
-from anonymizers.ugaclip.bound import (_pair_value, _record_groups,
-                                       brute_force_min_suppression, build_problem,
-                                       exact_min_suppression, feasible,
-                                       holder_pair_bound, relaxed_min_suppression)
+from anonymizers.ugaclip.bound import (_distinct_rows, _maximal_frequent, _pair_value,
+                                       _record_groups, brute_force_min_suppression,
+                                       build_problem, exact_min_suppression, feasible,
+                                       holder_pair_bound, hull_lagrangian_bound,
+                                       relaxed_min_suppression)
 from anonymizers.ugaclip.codes import dotted, place
 from anonymizers.ugaclip.plan import repair, suppression_plan
 from anonymizers.verify.ugaclip import verify_release
@@ -102,6 +103,52 @@ def test_holder_pair_bound_never_exceeds_the_relaxed_or_true_minimum(recs, k, oc
     assert relaxed["optimal"]
     assert 0 <= pair["bound"] <= relaxed["bound"] <= truth
     assert len(pair["history"]) == rounds and pair["bound"] == max(h[1] for h in pair["history"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(record, min_size=3, max_size=9), st.integers(2, 4), st.booleans(),
+       st.integers(1, 300), st.sampled_from([0.5, 2.0, 8.0]), st.sampled_from([1, 3, 20000]))
+def test_hull_bound_never_exceeds_the_relaxed_or_true_minimum(recs, k, occ, iterations, step,
+                                                              max_sets):
+    """The frequent-set hull bound is a bound on (R)'s LP, hence on (R) and
+    the truth, after any number of steps of any length, for either cost
+    measure, also when constraints are left out for too many sets."""
+    problem, truth = weighted_truth(recs, k, occurrences=occ)
+    relaxed = relaxed_min_suppression(problem, time_limit=30)
+    hull = hull_lagrangian_bound(problem, iterations=iterations, step=step, max_sets=max_sets)
+    assert relaxed["optimal"]
+    assert 0 <= hull["bound"] <= relaxed["bound"] <= truth
+    assert hull["iterations"] <= iterations
+
+
+def test_hull_bound_reaches_the_minimum_on_the_hand_case():
+    # one group per code, k = 2 (the hand case below): a1 must go for {a1, b1}
+    # and a2, b2 for {a2, b2}; each constraint's only frequent set is {b1}
+    # resp. none, so the hull relaxation is exact here: 3.
+    recs = [{"a1", "b1"}, {"a2", "b2"}, {"a3"}, {"b1"}]
+    apart = build_problem(encode(to_df(recs)), [["a1", "b1"], ["a2", "b2"]],
+                          [[c] for c in ["a1", "a2", "a3", "b1", "b2"]], 2)
+    assert hull_lagrangian_bound(apart, iterations=500)["bound"] == 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(record, min_size=1, max_size=12), st.integers(1, 5), st.data())
+def test_maximal_frequent_sets_are_exactly_the_maximal_frequent_subsets(recs, k, data):
+    """``_maximal_frequent`` against every subset of the chosen groups."""
+    import itertools
+
+    enc = encode(to_df(recs))
+    group = build_problem(enc, [], GROUPS, k).group
+    held = _record_groups(enc.matrix, group)
+    gs = sorted(data.draw(st.sets(st.integers(0, int(group.max())), min_size=1), label="gs"))
+    dense = held.toarray()[:, gs] > 0
+    frequent = {t for n in range(1, len(gs) + 1) for t in itertools.combinations(range(len(gs)), n)
+                if dense[:, list(t)].all(axis=1).sum() >= k}
+    maximal = {t for t in frequent if not any(set(t) < set(u) for u in frequent)}
+    got = _maximal_frequent(*_distinct_rows(held[:, gs]), k, 10 ** 6)
+    assert {tuple(np.flatnonzero(row)) for row in got} == maximal and len(got) == len(maximal)
+    if len(frequent) > 1:
+        assert _maximal_frequent(*_distinct_rows(held[:, gs]), k, 1) is None
 
 
 @settings(max_examples=60, deadline=None)
