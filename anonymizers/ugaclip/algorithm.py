@@ -19,6 +19,7 @@ from anonymizers.ugaclip.config import UGACLIPConfig, UGACLIPResult
 from anonymizers.ugaclip.loss import SemanticWeights, log_scores
 from anonymizers.ugaclip.policy import UtilityPolicy
 from anonymizers.ugaclip.release import build_result
+from anonymizers.ugaclip.search import search
 from anonymizers.ugaclip.state import ItemState, popcount
 
 
@@ -51,6 +52,7 @@ def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
     weights = SemanticWeights(records.codes, hierarchy or for_system(config.code_system),
                               config.unplaced_weight)
     run = kind(records, constraints, utility_policy, config.k, weights)
+    run.search_moves, run.search_seed = config.search_moves, config.seed
     if plan_seconds > 0 and plan is None:
         run.plan_info = suppression_plan(records, constraints, utility_policy.constraints,
                                          config.k, plan_seconds)
@@ -109,18 +111,23 @@ class Run:
         self.counts = {"outer_iterations": 0, "generalizations": 0,
                        "code_suppressions": 0, "constraint_suppressions": 0, "restored": 0,
                        "reselections": 0, "exchanges": 0, "exchange_returned": 0,
-                       "group_restored": 0, "swaps": 0}
+                       "group_restored": 0, "swaps": 0}  # search_*: added by the search
         self.selected = np.zeros(len(present), dtype=bool)
         self.plan = np.zeros(state.n_codes + 1, dtype=bool)  # line 17's guidance, if any
         self.plan_info = None
+        self.search_moves, self.search_seed = 0, 0   # set by run_method from the config
+        self.search_info = None
         self.trace: list[tuple] = []  # (step, constraint or code indices), for tests and audits
 
     def execute(self) -> None:
         """Algorithm 2, then the restore pass, then exchanges
-        (docs/methods/ugaclip.md#ugaclip-algorithm)."""
+        (docs/methods/ugaclip.md#ugaclip-algorithm), then, with
+        ``search_moves``, the local search (docs/methods/ugaclip.md#ugaclip-search)."""
         self.algorithm2()
         self._restore_pass()
         self.post_passes()
+        if self.search_moves and self.state.suppressed[:self.state.n_codes].any():
+            self.search_info = search(self, self.search_moves, self.search_seed)
 
     def post_passes(self) -> None:
         """Group restores (``regroup``) and exchanges (``exchange``), each

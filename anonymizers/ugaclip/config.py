@@ -21,8 +21,13 @@ class UGACLIPConfig:
                    "by at least k records of the output, or fully suppressed.")
     seed: int = param(0, kind="int", minimum=0,
                       doc="Seed of the numpy Generator that draws the output's fresh patient "
-                      "pseudonyms and the COUNT-query workload of the RE metric.  UGACLIP "
-                      "itself makes no random choice (ties break by input order).")
+                      "pseudonyms and the COUNT-query workload of the RE metric, and the local search "
+                      "(search_moves); Algorithm 2 itself makes no random choice (ties break "
+                      "by input order).")
+    search_moves: int = param(0, kind="int", minimum=0,
+                              doc="Moves of the seeded local search over the suppressed codes "
+                              "after Algorithm 2 and its post-passes (anonymizers.ugaclip.search; "
+                              "seeded by ``seed``); 0 skips it.")
     re_query_sizes: tuple = param((1, 2), kind="int_list", minimum=1,
                                   doc="Sizes q of the COUNT queries (q codes each) whose "
                                   "relative error is reported.")
