@@ -41,6 +41,10 @@ class ClusterState:
         """``S_t`` for t = 1..t_max: sum of the t lowest frequencies."""
         return np.cumsum(np.sort(self.freq))[:t_max]
 
+    def base_deficits(self, t_max: int) -> np.ndarray:
+        """``B_t`` for t = 1..t_max: what the t lowest codes need to reach ``top - 1``."""
+        return np.cumsum(np.maximum(0, self.top - 1 - np.sort(self.freq)))[:t_max]
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -86,12 +90,15 @@ def level(cl: ClusterState, add: int) -> int:
 
 
 def _ryser_rows(kj: np.ndarray, cl: ClusterState, sufficient: bool, rows, lo_b) -> None:
+    """Gale-Ryser rows of docs/methods/medco.md#dummies-plan: the sufficient ones bound
+    the t largest deficits ``waterfill.deficits`` pours (not any deficits
+    allowed by the band), the necessary ones those of any flat filling."""
     t_max = int(min(kj.max(initial=0), cl.n))
     sums = cl.lowest_sums(t_max)
+    base = cl.base_deficits(t_max)
     for t in range(1, t_max + 1):
         r = np.minimum(kj, t)
-        slack = 0 if sufficient else t
         rows.append(r)
-        lo_b.append(t * cl.top - sums[t - 1] - slack)
+        lo_b.append(base[t - 1] if sufficient else t * cl.top - sums[t - 1] - t)
         rows.append(r - t * kj / cl.n)
-        lo_b.append(t * (cl.occ + (cl.n - 1 if sufficient else 0)) / cl.n - sums[t - 1] - slack)
+        lo_b.append(t * cl.occ / cl.n - sums[t - 1] - (0 if sufficient else t))

@@ -153,10 +153,12 @@ def test_least_ratio_lineage_counts_resourced_dummies_by_their_own_profile():
     size keeps its own codes per cluster; counted against its new source's
     profile it pushed that profile past its possible sets (28 sets of 2 among
     the top cluster's 8 codes, 29 counted), which the plan read as a proof
-    that no release exists."""
+    that no release exists.  (Cohort seed 1: since the plan's tighter
+    Gale-Ryser rows, issue 23, seed 3's lineage no longer re-sources a dummy
+    across profiles; the assertion below that the case exists checks it.)"""
     from anonymizers.dummies.profiles import profile_ids
 
-    first, second = two_cohorts(seed=3)
+    first, second = two_cohorts(seed=1)
     cl = cluster_codes(first, ClusterConfig(min_anonymity_set=8,
                                             frequency_step="least_ratio")).clusters
     _, state = persist.apply(first, cl, DummyConfig(seed=11))
