@@ -129,8 +129,30 @@ def apply(df: pd.DataFrame, clusters, config: DummyConfig,
     cluster_codes = check_clusters(clusters, raw.codes)
     vocab = np.array(sorted(c for cl in cluster_codes for c in cl), dtype=object)
     records = widen(raw, vocab)
+    ctx, carried, dummies, metrics = _carry_and_top_up(previous, records, cluster_codes,
+                                                       run_config, generation, 0)
+    forced = dummies.n - carried.batch.n - sum(carried.retired.values())
+    if forced > 0 and carried.retired["turnover"] > 0:
+        ctx, carried, dummies, metrics = _carry_and_top_up(previous, records, cluster_codes,
+                                                           run_config, generation, forced)
+    metrics |= {"generation": generation, "seed": config.seed,
+                "previous_dummies": _n_dummies(previous), "carried_dummies": carried.batch.n,
+                "new_dummies": dummies.n - carried.batch.n, "retired_dummies": carried.retired,
+                "leaving_rate": carried.leaving_rate, "resourced_dummies": carried.resourced,
+                "clusters_kept": previous is None or keeps(previous.clusters, clusters)}
+    released, dummy_map = assemble(records, dummies,
+                                   generator(run_config.pseudonym_key, run_config.seed, ctx.rng))
+    return (DummyResult(released, dummy_map, metrics),
+            _next_state(records, dummies, carried, generation, clusters))
+
+
+def _carry_and_top_up(previous, records, cluster_codes, run_config, generation: int,
+                      forced: int):
+    """``carry`` then ``_top_up`` on a fresh context (so both passes of
+    ``apply`` draw the same random stream); ``forced``: the new dummies the
+    top-up is expected to need beyond the retired ones' replacements."""
     ctx = generate._context(records, cluster_codes, run_config)
-    carried = carry(previous, records, ctx.cluster_of, ctx.rng)
+    carried = carry(previous, records, ctx.cluster_of, ctx.rng, forced)
     try:
         dummies, metrics = _top_up(ctx, carried.batch)
     except NoReleaseError as exc:
@@ -141,15 +163,7 @@ def apply(df: pd.DataFrame, clusters, config: DummyConfig,
             f"{generation - 1}: {exc.problem} -- the carried dummies were held fixed; starting "
             "a new lineage (no previous state) would release, but then this release and the "
             "last could be compared (issue 25)") from None
-    metrics |= {"generation": generation, "seed": config.seed,
-                "previous_dummies": _n_dummies(previous), "carried_dummies": carried.batch.n,
-                "new_dummies": dummies.n - carried.batch.n, "retired_dummies": carried.retired,
-                "leaving_rate": carried.leaving_rate, "resourced_dummies": carried.resourced,
-                "clusters_kept": previous is None or keeps(previous.clusters, clusters)}
-    released, dummy_map = assemble(records, dummies,
-                                   generator(run_config.pseudonym_key, run_config.seed, ctx.rng))
-    return (DummyResult(released, dummy_map, metrics),
-            _next_state(records, dummies, carried, generation, clusters))
+    return ctx, carried, dummies, metrics
 
 
 def _top_up(ctx, carried: Batch) -> tuple[Batch, dict]:
@@ -252,7 +266,7 @@ class Carried:
 
 
 def carry(previous: State | None, records: Records, cluster_of: np.ndarray,
-          rng: np.random.Generator) -> Carried:
+          rng: np.random.Generator, forced_new: int = 0) -> Carried:
     """Which dummies of ``previous`` live on in a release of ``records``
     (``cluster_of``: cluster of each code of ``records.codes``).
 
@@ -263,7 +277,9 @@ def carry(previous: State | None, records: Records, cluster_of: np.ndarray,
     source left first, the rest at random (``rng``).  A kept dummy whose
     source left or changed takes a present patient of the same profile
     (codes per cluster) as its source, else one with as many codes; with
-    neither it retires (``no_source``).
+    neither it retires (``no_source``).  ``forced_new``: new dummies the
+    release needs beyond replacing the retired ones; they count against the
+    turnover (``_turnover_target``).
     """
     if previous is None or len(previous.dummies) == 0:
         return Carried(_empty(), np.zeros(0, dtype=object), np.zeros(0, np.int64),
@@ -283,7 +299,7 @@ def carry(previous: State | None, records: Records, cluster_of: np.ndarray,
     repeats = np.isin(np.array([_digest(c) for c in code_lists], dtype=object), real_digest)
     rate = float(pd.Series(gone).groupby(source).all().mean())
     forced = unclustered | repeats
-    turnover = _turnover(gone, forced, int(round(rate * len(ids))), rng)
+    turnover = _turnover(gone, forced, _turnover_target(rate, len(ids), forced_new), rng)
     alive = ~forced & ~turnover
     codes = [np.searchsorted(records.codes, c) if a else None for c, a in zip(code_lists, alive)]
     src, orphan = _resource(src, gone & alive, codes, records, cluster_of, rng)
@@ -296,6 +312,14 @@ def carry(previous: State | None, records: Records, cluster_of: np.ndarray,
     born = d["born"].to_numpy(dtype=np.int64)[first][keep]
     return Carried(batch, ids[keep].astype(object), born, retired, round(rate, 4),
                    int((gone & alive).sum()))
+
+
+def _turnover_target(rate: float, n_dummies: int, forced_new: int) -> int:
+    """How many dummies retire so that, counting the ``forced_new`` dummies
+    the top-up must add anyway (to re-flatten what changed patients moved),
+    the share of never-released sets among the dummies is the real patients'
+    leaving rate: (retired + forced_new) / (n_dummies + forced_new) = rate."""
+    return max(0, int(round(rate * (n_dummies + forced_new))) - forced_new)
 
 
 def _turnover(gone: np.ndarray, forced: np.ndarray, target: int,
