@@ -162,6 +162,7 @@ def figures() -> dict:
 
 SYSTEMS = ("icd9cm", "icd10cm")
 CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "ugaclip_clinical", "ugaclip_planned",
+         "ugaclip_realised",
          "disassociation", "gccens", "medco", "hhp")
 UTILITY_WITHIN = 0.2  # issue 27: utility within 20% of the same data in ICD-9
 
@@ -238,11 +239,13 @@ def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> d
 
 
 def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
-                plan_seconds: float = 0.0) -> dict:
+                plan_seconds: float = 0.0, plan_weights: str = "codes",
+                realise_plan: bool = False) -> dict:
     """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
     ``system`` and its tree, on ``load``'s data mapped (``ugaclip_inputs``);
     each checked by its verifier.  ``plan_seconds``: UGACLIP guided by its
-    suppression plan computed in that time (``ugaclip(..., plan_seconds)``)."""
+    suppression plan computed in that time (``ugaclip(..., plan_seconds,
+    plan_weights, realise_plan)``)."""
     from anonymizers.hierarchy import for_system
     from anonymizers.ugaclip import UGACLIPConfig, ugaclip
     from anonymizers.verify.ppe import verify_policy
@@ -254,7 +257,9 @@ def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
     config = UGACLIPConfig(K, seed=bu.SEED)
     tree = for_system(system)
     fig = bu.method_figures("UGACLIP", lambda: ugaclip(patients, policy, utility, config,
-                                                       hierarchy=tree, plan_seconds=plan_seconds),
+                                                       hierarchy=tree, plan_seconds=plan_seconds,
+                                                       plan_weights=plan_weights,
+                                                       realise_plan=realise_plan),
                             patients, policy)
     fig["kept_occurrences_pct"] = round(
         100.0 * (1 - fig["suppressed_occurrences"] / len(patients)), 2)
@@ -279,17 +284,30 @@ def case_ugaclip_clinical(system: str, small: bool) -> dict:
                                                         system, small)}
 
 
-PLAN_SECONDS = 120.0  # UGACLIP's own suppression plan (distinct codes), case ugaclip_planned
+PLAN_SECONDS = 120.0  # UGACLIP's own suppression plan, cases ugaclip_planned / _realised
 
 
 def case_ugaclip_planned(system: str, small: bool) -> dict:
-    """DE-SynPUF, level-1 policy, as case ``ugaclip``, with UGACLIP guided by
-    its suppression plan (``plan_seconds``; docs/methods/ugaclip.md)."""
+    """DE-SynPUF, level-1 policy, as case ``ugaclip``, with UGACLIP's line 17
+    guided by its suppression plan (``plan_seconds``), the plan minimising
+    distinct codes, then occurrences (``plan_weights``; docs/methods/ugaclip.md)."""
     from benchmarks import bench_ugaclip as bu
 
     return {"synpuf_single-visit_planned": ppe_ugaclip(bu.load_synpuf, False, 1, system, small,
                                                        PLAN_SECONDS),
+            "synpuf_single-visit_planned_occurrences": ppe_ugaclip(
+                bu.load_synpuf, False, 1, system, small, PLAN_SECONDS, "occurrences"),
             "plan_seconds": PLAN_SECONDS}
+
+
+def case_ugaclip_realised(system: str, small: bool) -> dict:
+    """As case ``ugaclip_planned``, with the plan suppressed before Algorithm 2
+    (``realise_plan``; docs/methods/ugaclip.md#ugaclip-realise)."""
+    from benchmarks import bench_ugaclip as bu
+
+    return {f"synpuf_single-visit_realised_{w}": ppe_ugaclip(
+                bu.load_synpuf, False, 1, system, small, PLAN_SECONDS, w, realise_plan=True)
+            for w in ("codes", "occurrences")} | {"plan_seconds": PLAN_SECONDS}
 
 
 CCS = DATASETS / "icd9" / "CCS-SingleDiagnosisGrouper.txt.gz"

@@ -126,7 +126,7 @@ def method_figures(name, fn, df, policy) -> dict:
             "utility_satisfied": m["utility_constraints"]["n_satisfied"],
             "utility_present": m["utility_constraints"]["n_present"],
             "privacy_constraints": m["privacy_constraints"], "steps": m["steps"],
-            "unplaced_codes": m["unplaced_codes"]}
+            "unplaced_codes": m["unplaced_codes"], "plan": m.get("plan")}
 
 
 def methods(patients: pd.DataFrame, policy: list, utility) -> dict:
