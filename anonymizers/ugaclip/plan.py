@@ -91,7 +91,9 @@ def _trim(s, cons, group, gb: _GroupBits, codes: _CodeBits, k: int, cost) -> Non
     changed = True
     while changed:
         changed = False
-        for c in sorted(np.flatnonzero(s).tolist(), key=lambda c: (len(holding.get(c, ())), -cost[c], c)):
+        order = sorted(np.flatnonzero(s).tolist(),
+                       key=lambda c: (len(holding.get(c, ())), -cost[c], c))
+        for c in order:
             g = int(group[c])
             before = gb.bits[g].copy()
             s[c] = False
