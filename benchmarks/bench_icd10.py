@@ -263,6 +263,7 @@ def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
                             patients, policy)
     fig["kept_occurrences_pct"] = round(
         100.0 * (1 - fig["suppressed_occurrences"] / len(patients)), 2)
+    fig["kept_codes_pct"] = round(100.0 * (1 - fig["suppressed_codes_share"]), 2)
     fig["utility_satisfied_pct"] = round(
         100.0 * fig["utility_satisfied"] / max(fig["utility_present"], 1), 2)
     return {"data": x["data"], "n_patients": int(patients["patient_id"].nunique()),
@@ -600,6 +601,24 @@ HEADLINES = (
      "synpuf_single-visit_planned.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_planned.ugaclip.seconds",
      "synpuf_single-visit_planned.ugaclip.verifier_ok"),
+    ("ugaclip_planned", "UGACLIP DE-SynPUF level-1, guided by its occurrence plan: "
+     "occurrences kept %",
+     "synpuf_single-visit_planned_occurrences.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_planned_occurrences.ugaclip.seconds",
+     "synpuf_single-visit_planned_occurrences.ugaclip.verifier_ok"),
+    ("ugaclip_realised", "UGACLIP DE-SynPUF level-1, realising its plan: occurrences kept %",
+     "synpuf_single-visit_realised_codes.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_realised_codes.ugaclip.seconds",
+     "synpuf_single-visit_realised_codes.ugaclip.verifier_ok"),
+    ("ugaclip_realised", "UGACLIP DE-SynPUF level-1, realising its occurrence plan: "
+     "occurrences kept %",
+     "synpuf_single-visit_realised_occurrences.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_realised_occurrences.ugaclip.seconds",
+     "synpuf_single-visit_realised_occurrences.ugaclip.verifier_ok"),
+    ("ugaclip_realised", "the same release: distinct codes kept %",
+     "synpuf_single-visit_realised_occurrences.ugaclip.kept_codes_pct", True, None, None),
+    ("ugaclip_realised", "the same release: utility constraints satisfied %",
+     "synpuf_single-visit_realised_occurrences.ugaclip.utility_satisfied_pct", True, None, None),
     ("ugaclip_clinical", "UGACLIP DE-SynPUF, CCS / CCSR policy: occurrences kept %",
      "synpuf_single-visit_clinical.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_clinical.ugaclip.seconds",
