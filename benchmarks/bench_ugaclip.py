@@ -280,8 +280,9 @@ def realised(cases) -> dict:
     def figures() -> dict:
         out = {}
         for case in cases:
-            source, filt = case.split("_")[0], case.split("_")[1]
-            df = (load_synpuf(EXACT_SAMPLE) if case.endswith("_exact")
+            exact = case.endswith("_exact")   # the sample: DE-SynPUF single-visit
+            source, filt = case.split("_")[0], "single-visit" if exact else case.split("_")[1]
+            df = (load_synpuf(EXACT_SAMPLE) if exact
                   else {"meps": load_meps, "synpuf": load_synpuf}[source]())
             level = 2 if source == "meps" else 1
             policy = [list(c) for c in extract_policy(df, PPEConfig(K, filt)).constraints]
