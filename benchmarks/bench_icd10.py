@@ -162,6 +162,7 @@ def figures() -> dict:
 
 SYSTEMS = ("icd9cm", "icd10cm")
 CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "ugaclip_clinical", "ugaclip_planned",
+         "ugaclip_realised",
          "disassociation", "gccens", "medco", "hhp")
 UTILITY_WITHIN = 0.2  # issue 27: utility within 20% of the same data in ICD-9
 
@@ -238,11 +239,13 @@ def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> d
 
 
 def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
-                plan_seconds: float = 0.0) -> dict:
+                plan_seconds: float = 0.0, plan_weights: str = "codes",
+                realise_plan: bool = False) -> dict:
     """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
     ``system`` and its tree, on ``load``'s data mapped (``ugaclip_inputs``);
     each checked by its verifier.  ``plan_seconds``: UGACLIP guided by its
-    suppression plan computed in that time (``ugaclip(..., plan_seconds)``)."""
+    suppression plan computed in that time (``ugaclip(..., plan_seconds,
+    plan_weights, realise_plan)``)."""
     from anonymizers.hierarchy import for_system
     from anonymizers.ugaclip import UGACLIPConfig, ugaclip
     from anonymizers.verify.ppe import verify_policy
@@ -254,10 +257,13 @@ def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
     config = UGACLIPConfig(K, seed=bu.SEED)
     tree = for_system(system)
     fig = bu.method_figures("UGACLIP", lambda: ugaclip(patients, policy, utility, config,
-                                                       hierarchy=tree, plan_seconds=plan_seconds),
+                                                       hierarchy=tree, plan_seconds=plan_seconds,
+                                                       plan_weights=plan_weights,
+                                                       realise_plan=realise_plan),
                             patients, policy)
     fig["kept_occurrences_pct"] = round(
         100.0 * (1 - fig["suppressed_occurrences"] / len(patients)), 2)
+    fig["kept_codes_pct"] = round(100.0 * (1 - fig["suppressed_codes_share"]), 2)
     fig["utility_satisfied_pct"] = round(
         100.0 * fig["utility_satisfied"] / max(fig["utility_present"], 1), 2)
     return {"data": x["data"], "n_patients": int(patients["patient_id"].nunique()),
@@ -279,17 +285,30 @@ def case_ugaclip_clinical(system: str, small: bool) -> dict:
                                                         system, small)}
 
 
-PLAN_SECONDS = 120.0  # UGACLIP's own suppression plan (distinct codes), case ugaclip_planned
+PLAN_SECONDS = 120.0  # UGACLIP's own suppression plan, cases ugaclip_planned / _realised
 
 
 def case_ugaclip_planned(system: str, small: bool) -> dict:
-    """DE-SynPUF, level-1 policy, as case ``ugaclip``, with UGACLIP guided by
-    its suppression plan (``plan_seconds``; docs/methods/ugaclip.md)."""
+    """DE-SynPUF, level-1 policy, as case ``ugaclip``, with UGACLIP's line 17
+    guided by its suppression plan (``plan_seconds``), the plan minimising
+    distinct codes, then occurrences (``plan_weights``; docs/methods/ugaclip.md)."""
     from benchmarks import bench_ugaclip as bu
 
     return {"synpuf_single-visit_planned": ppe_ugaclip(bu.load_synpuf, False, 1, system, small,
                                                        PLAN_SECONDS),
+            "synpuf_single-visit_planned_occurrences": ppe_ugaclip(
+                bu.load_synpuf, False, 1, system, small, PLAN_SECONDS, "occurrences"),
             "plan_seconds": PLAN_SECONDS}
+
+
+def case_ugaclip_realised(system: str, small: bool) -> dict:
+    """As case ``ugaclip_planned``, with the plan suppressed before Algorithm 2
+    (``realise_plan``; docs/methods/ugaclip.md#ugaclip-realise)."""
+    from benchmarks import bench_ugaclip as bu
+
+    return {f"synpuf_single-visit_realised_{w}": ppe_ugaclip(
+                bu.load_synpuf, False, 1, system, small, PLAN_SECONDS, w, realise_plan=True)
+            for w in ("codes", "occurrences")} | {"plan_seconds": PLAN_SECONDS}
 
 
 CCS = DATASETS / "icd9" / "CCS-SingleDiagnosisGrouper.txt.gz"
@@ -582,6 +601,24 @@ HEADLINES = (
      "synpuf_single-visit_planned.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_planned.ugaclip.seconds",
      "synpuf_single-visit_planned.ugaclip.verifier_ok"),
+    ("ugaclip_planned", "UGACLIP DE-SynPUF level-1, guided by its occurrence plan: "
+     "occurrences kept %",
+     "synpuf_single-visit_planned_occurrences.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_planned_occurrences.ugaclip.seconds",
+     "synpuf_single-visit_planned_occurrences.ugaclip.verifier_ok"),
+    ("ugaclip_realised", "UGACLIP DE-SynPUF level-1, realising its plan: occurrences kept %",
+     "synpuf_single-visit_realised_codes.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_realised_codes.ugaclip.seconds",
+     "synpuf_single-visit_realised_codes.ugaclip.verifier_ok"),
+    ("ugaclip_realised", "UGACLIP DE-SynPUF level-1, realising its occurrence plan: "
+     "occurrences kept %",
+     "synpuf_single-visit_realised_occurrences.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_realised_occurrences.ugaclip.seconds",
+     "synpuf_single-visit_realised_occurrences.ugaclip.verifier_ok"),
+    ("ugaclip_realised", "the same release: distinct codes kept %",
+     "synpuf_single-visit_realised_occurrences.ugaclip.kept_codes_pct", True, None, None),
+    ("ugaclip_realised", "the same release: utility constraints satisfied %",
+     "synpuf_single-visit_realised_occurrences.ugaclip.utility_satisfied_pct", True, None, None),
     ("ugaclip_clinical", "UGACLIP DE-SynPUF, CCS / CCSR policy: occurrences kept %",
      "synpuf_single-visit_clinical.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_clinical.ugaclip.seconds",

@@ -126,7 +126,7 @@ def method_figures(name, fn, df, policy) -> dict:
             "utility_satisfied": m["utility_constraints"]["n_satisfied"],
             "utility_present": m["utility_constraints"]["n_present"],
             "privacy_constraints": m["privacy_constraints"], "steps": m["steps"],
-            "unplaced_codes": m["unplaced_codes"]}
+            "unplaced_codes": m["unplaced_codes"], "plan": m.get("plan")}
 
 
 def methods(patients: pd.DataFrame, policy: list, utility) -> dict:
@@ -268,6 +268,36 @@ def plan_figures(problem, incumbent) -> dict:
 
 CASES = ("meps_single-visit", "meps_all-visits", "synpuf_single-visit", "synpuf_all-visits",
          "synpuf_sample_single-visit_exact")
+PLAN_SECONDS = 120.0  # --realised: each plan's MILP budget, as bench_icd10's
+
+
+def realised(cases) -> dict:
+    """UGACLIP realising its own plan (``realise_plan``, plans of
+    ``PLAN_SECONDS`` on distinct codes and on occurrences;
+    docs/methods/ugaclip.md#ugaclip-realise) on ``cases``, written to
+    ``ugaclip_realised.json`` so that ``ugaclip.json``'s figures stay as
+    measured."""
+    def figures() -> dict:
+        out = {}
+        for case in cases:
+            exact = case.endswith("_exact")   # the sample: DE-SynPUF single-visit
+            source, filt = case.split("_")[0], "single-visit" if exact else case.split("_")[1]
+            df = (load_synpuf(EXACT_SAMPLE) if exact
+                  else {"meps": load_meps, "synpuf": load_synpuf}[source]())
+            level = 2 if source == "meps" else 1
+            policy = [list(c) for c in extract_policy(df, PPEConfig(K, filt)).constraints]
+            patients = df[["patient_id", "code"]].drop_duplicates(ignore_index=True)
+            utility = hierarchy_policy(sorted(patients["code"].unique()), level)
+            config = UGACLIPConfig(K, seed=SEED)
+            out[case] = {w: method_figures(
+                f"UGACLIP (realised, {w} plan)",
+                lambda w=w: ugaclip(patients, policy, utility, config, plan_seconds=PLAN_SECONDS,
+                                    plan_weights=w, realise_plan=True), patients, policy)
+                for w in ("codes", "occurrences")} | {"measured_at": _now()}
+        return out
+
+    return run_benchmark("ugaclip_realised", figures, k=K, seed=SEED,
+                         plan_seconds=PLAN_SECONDS, cases_run=list(cases))
 
 
 def main(small: bool = False, cases=CASES, bound_seconds: float = BOUND_SECONDS,
@@ -323,6 +353,12 @@ if __name__ == "__main__":
     parser.add_argument("--methods-only", action="store_true",
                         help="re-measure only UGACLIP and the baselines of the cases, keeping "
                              "their bounds and plan (the planned UGACLIP is not re-run)")
+    parser.add_argument("--realised", action="store_true",
+                        help="measure only UGACLIP realising its own plans (realise_plan) on "
+                             "the cases, into ugaclip_realised.json")
     args = parser.parse_args()
-    main(small=args.small, cases=tuple(args.case or CASES), bound_seconds=args.bound_seconds,
-         only_bounds=args.bound_only, only_methods=args.methods_only)
+    if args.realised:
+        realised(tuple(args.case or CASES))
+    else:
+        main(small=args.small, cases=tuple(args.case or CASES), bound_seconds=args.bound_seconds,
+             only_bounds=args.bound_only, only_methods=args.methods_only)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from anonymizers.errors import InputError
+from anonymizers.errors import InputError, ParameterError
 from anonymizers.hierarchy import Hierarchy, for_system
 from anonymizers.io import check_no_nulls
 from anonymizers.records import Records, encode
@@ -25,26 +25,40 @@ from anonymizers.ugaclip.state import ItemState, popcount
 
 def ugaclip(df: pd.DataFrame, privacy_policy, utility_policy, config: UGACLIPConfig,
             hierarchy: Hierarchy | None = None, source: str = "input",
-            plan_seconds: float = 0.0, plan=None) -> UGACLIPResult:
+            plan_seconds: float = 0.0, plan=None, plan_weights: str = "codes",
+            realise_plan: bool = False) -> UGACLIPResult:
     """Anonymize ``df`` (columns ``patient_id, code``) with Algorithm 2.
 
     ``privacy_policy`` is a list of code lists (or a ``PPEResult``);
     ``utility_policy`` a ``UtilityPolicy`` or a list of disjoint code lists;
     ``hierarchy`` gives the semantic weight (default: the tree of
     ``config.code_system``).  Line 17 may be guided by a suppression plan
-    (docstring, *Plan*): ``plan`` (codes) as given, or computed in
-    ``plan_seconds`` (0: no plan, Algorithm 2's own pick).
+    (docs/methods/ugaclip.md#ugaclip-plan): ``plan`` (codes) as given, or
+    computed in ``plan_seconds`` (0: no plan, Algorithm 2's own pick) to
+    suppress fewest ``plan_weights`` (``"codes"`` or ``"occurrences"``).
+    ``realise_plan`` (opt-in, a deviation from Algorithm 2) suppresses the
+    plan before line 1 instead of only guiding line 17
+    (docs/methods/ugaclip.md#ugaclip-realise).
     """
     return run_method(Run, df, privacy_policy, utility_policy, config, hierarchy, source,
-                      plan_seconds=plan_seconds, plan=plan)
+                      plan_seconds=plan_seconds, plan=plan, plan_weights=plan_weights,
+                      realise_plan=realise_plan)
+
+
+PLAN_WEIGHTS = ("codes", "occurrences")
 
 
 def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
                hierarchy: Hierarchy | None, source: str, plan_seconds: float = 0.0,
-               plan=None) -> UGACLIPResult:
+               plan=None, plan_weights: str = "codes",
+               realise_plan: bool = False) -> UGACLIPResult:
     """Encode, run ``kind`` (``Run`` or a baseline of ``baselines``), build the
     release.  A release that would keep no code at all is refused: it would
     look like a success and carry nothing."""
+    if plan_weights not in PLAN_WEIGHTS:
+        raise ParameterError("plan_weights", f"{plan_weights!r} is not one of {PLAN_WEIGHTS}")
+    if realise_plan and plan is None and not plan_seconds > 0:
+        raise ParameterError("realise_plan", "needs a plan: give plan or plan_seconds > 0")
     records = _encode(df, source)
     constraints = [list(c) for c in getattr(privacy_policy, "constraints", privacy_policy)]
     if not isinstance(utility_policy, UtilityPolicy):
@@ -55,11 +69,13 @@ def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
     run.search_moves, run.search_seed = config.search_moves, config.seed
     if plan_seconds > 0 and plan is None:
         run.plan_info = suppression_plan(records, constraints, utility_policy.constraints,
-                                         config.k, plan_seconds)
+                                         config.k, plan_seconds,
+                                         weigh_occurrences=plan_weights == "occurrences")
         plan = records.codes[run.plan_info["codes"]]
     if plan is not None:
         index = {c: i for i, c in enumerate(records.codes)}
         run.plan[[index[c] for c in plan if c in index]] = True
+    run.realise = realise_plan
     run.execute()
     if records.n_codes and run.state.suppressed[:records.n_codes].all():
         raise InputError(source, f"with k={config.k} every one of the {records.n_codes} codes "
@@ -115,6 +131,7 @@ class Run:
         self.selected = np.zeros(len(present), dtype=bool)
         self.plan = np.zeros(state.n_codes + 1, dtype=bool)  # line 17's guidance, if any
         self.plan_info = None
+        self.realise = False   # suppress the plan before line 1 (``realise_plan``)
         self.search_moves, self.search_seed = 0, 0   # set by run_method from the config
         self.search_info = None
         self.trace: list[tuple] = []  # (step, constraint or code indices), for tests and audits
@@ -122,12 +139,26 @@ class Run:
     def execute(self) -> None:
         """Algorithm 2, then the restore pass, then exchanges
         (docs/methods/ugaclip.md#ugaclip-algorithm), then, with
-        ``search_moves``, the local search (docs/methods/ugaclip.md#ugaclip-search)."""
+        ``search_moves``, the local search (docs/methods/ugaclip.md#ugaclip-search).
+        With ``realise``, the plan is suppressed first (``_suppress_plan``)."""
+        if self.realise:
+            self._suppress_plan()
         self.algorithm2()
         self._restore_pass()
         self.post_passes()
         if self.search_moves and self.state.suppressed[:self.state.n_codes].any():
             self.search_info = search(self, self.search_moves, self.search_seed)
+
+    def _suppress_plan(self) -> None:
+        """docs/methods/ugaclip.md#ugaclip-realise: suppress every code of the
+        plan before line 1.  With a feasible plan Algorithm 2 then only
+        generalizes; with any other it suppresses what it must, as always."""
+        codes = np.flatnonzero(self.plan[:self.state.n_codes])
+        for c in codes.tolist():
+            self.trace.append(("suppress-plan", c))
+            self.state.suppress(c)
+        self.counts["plan_suppressions"] = len(codes)
+        self._changed(codes, merged=False)
 
     def post_passes(self) -> None:
         """Group restores (``regroup``) and exchanges (``exchange``), each

@@ -58,7 +58,10 @@ def _try_exchange(run, x: int, blocked: list) -> int:
     """Suppress x, give back what comes back of ``blocked``; keep the move
     (1) if at least two codes came back, or one that more records hold than
     hold x (a swap: as many codes suppressed, fewer occurrences), else undo
-    it (0)."""
+    it (0).  A run realising its plan (``run.realise``) also undoes a move
+    whose returns occur less than x: then neither suppressed codes nor
+    suppressed occurrences ever rise above the plan's
+    (docs/methods/ugaclip.md#ugaclip-realise)."""
     s = run.state
     old_item = s.suppress(x)
     rest = [m for m in old_item if m != x]
@@ -73,7 +76,8 @@ def _try_exchange(run, x: int, blocked: list) -> int:
             if placed is not None:
                 back.append((c, placed))
     swap = len(back) == 1 and s.code_support[back[0][0]] > s.code_support[x]
-    if len(back) < 2 and not swap:
+    dearer = run.realise and sum(int(s.code_support[c]) for c, _ in back) < s.code_support[x]
+    if (len(back) < 2 and not swap) or dearer:
         for c, _ in reversed(back):
             s.suppress(c)
         s.restore(x, rest[0] if rest else None)

@@ -14,12 +14,16 @@ from anonymizers.ugaclip.bound import (Problem, _CodeBits, _drop_columns, _group
 ROUND_SECONDS = 20.0  # per covering MILP round, as the benchmark's bound (ugaclip.md)
 
 
-def suppression_plan(records, constraints, utility_groups, k: int, seconds: float) -> dict:
+def suppression_plan(records, constraints, utility_groups, k: int, seconds: float,
+                     weigh_occurrences: bool = False) -> dict:
     """The plan (code indices of ``records``) from ``seconds`` of the bound's
     cutting-plane loop, repaired to feasibility; also the bound it proved
-    (``bound``, a valid lower bound on any release's suppressed codes) and
-    the sizes before and after repair."""
-    problem = build_problem(records, constraints, utility_groups, k)
+    (``bound``, a valid lower bound on any release's suppressed codes, or
+    with ``weigh_occurrences`` on its suppressed occurrences, the measure the
+    MILP then minimises: Fig. S1A's rather than S1B's), the sizes before and
+    after repair, and the weights' name (``weights``)."""
+    problem = build_problem(records, constraints, utility_groups, k,
+                            weigh_occurrences=weigh_occurrences)
     run = relaxed_min_suppression(problem, time_limit=seconds, shrink=True,
                                   round_limit=min(ROUND_SECONDS, seconds))
     chosen = np.zeros(problem.matrix.shape[1], dtype=bool)
@@ -28,20 +32,24 @@ def suppression_plan(records, constraints, utility_groups, k: int, seconds: floa
     plan = repair(problem, chosen)
     return {"codes": np.flatnonzero(plan).tolist(), "bound": run["bound"],
             "incumbent": before, "repaired": int(plan.sum()), "rounds": run["rounds"],
-            "bound_optimal": run["optimal"]}
+            "bound_optimal": run["optimal"],
+            "weights": "occurrences" if weigh_occurrences else "codes",
+            "cost": float(problem.cost()[plan].sum())}
 
 
 def repair(problem: Problem, chosen: np.ndarray) -> np.ndarray:
     """Grow ``chosen`` until it is feasible (``bound.feasible``).  Constraints
     are checked in turn against the shrunk model (holders of g \\ S); a
     constraint p left unprotected loses p's codes in one group T_p still
-    touches: the group with fewest such codes (ties: the one whose loss leaves
-    most records holding the rest of T_p, then the lower id).  That group's
+    touches: the group whose such codes cost least (``Problem.cost``: as many
+    codes, or occurrences; ties: the one whose loss leaves most records
+    holding the rest of T_p, then the lower id).  That group's
     holders shrink, so the constraints touching it are checked again; each
     step suppresses a code, and suppressing every constrained code is
     feasible, so this ends.  Then codes whose return keeps S feasible are
     given back (``_trim``)."""
     s = chosen.copy()
+    cost = problem.cost()
     group, k = problem.group, problem.k
     codes = _CodeBits(problem.matrix)
     members = _group_members(group)
@@ -60,21 +68,22 @@ def repair(problem: Problem, chosen: np.ndarray) -> np.ndarray:
             continue
         left = p[~s[p]]
         kept = sorted(set(group[left].tolist()))
-        g = _cheapest(left, kept, group, gb)
+        g = _cheapest(left, kept, group, gb, cost)
         s[left[group[left] == g]] = True
         gb.bits[g] = codes.union(members[g][~s[members[g]]])
         for other in touching[g] + [pid]:
             if not queued[other]:
                 queued[other] = True
                 queue.append(other)
-    _trim(s, cons, group, gb, codes, k)
+    _trim(s, cons, group, gb, codes, k, cost)
     return s
 
 
-def _trim(s, cons, group, gb: _GroupBits, codes: _CodeBits, k: int) -> None:
+def _trim(s, cons, group, gb: _GroupBits, codes: _CodeBits, k: int, cost) -> None:
     """Give back codes of S whose return keeps S feasible, those in fewest
-    constraints first, pass after pass: a return only enlarges its group's
-    holders, so only the constraints holding the code can fail."""
+    constraints first (ties: the costlier code, then the lower index), pass
+    after pass: a return only enlarges its group's holders, so only the
+    constraints holding the code can fail."""
     holding: dict[int, list] = {}
     for pid, p in enumerate(cons):
         for c in p.tolist():
@@ -82,7 +91,9 @@ def _trim(s, cons, group, gb: _GroupBits, codes: _CodeBits, k: int) -> None:
     changed = True
     while changed:
         changed = False
-        for c in sorted(np.flatnonzero(s).tolist(), key=lambda c: (len(holding.get(c, ())), c)):
+        order = sorted(np.flatnonzero(s).tolist(),
+                       key=lambda c: (len(holding.get(c, ())), -cost[c], c))
+        for c in order:
             g = int(group[c])
             before = gb.bits[g].copy()
             s[c] = False
@@ -99,8 +110,9 @@ def _held(p: np.ndarray, s, group, gb: _GroupBits, k: int) -> bool:
     return not kept or gb.support(kept) >= k
 
 
-def _cheapest(left: np.ndarray, kept: list, group: np.ndarray, gb: _GroupBits) -> int:
+def _cheapest(left: np.ndarray, kept: list, group: np.ndarray, gb: _GroupBits, cost) -> int:
     def key(g):
         rest = [h for h in kept if h != g]
-        return (int((group[left] == g).sum()), -(gb.support(rest) if rest else 1 << 30), g)
+        return (float(cost[left[group[left] == g]].sum()),
+                -(gb.support(rest) if rest else 1 << 30), g)
     return min(kept, key=key)

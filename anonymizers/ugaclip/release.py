@@ -65,9 +65,11 @@ def released_matrix(records: Records, item_of: np.ndarray, n_items: int):
 
 
 def _plan_report(run) -> dict | None:
-    """What guided line 17: the computed plan's figures (its codes left out),
-    or the size of a plan given; None without a plan."""
+    """What guided line 17 (or, ``realised``, was suppressed before line 1):
+    the computed plan's figures (its codes left out), or the size of a plan
+    given; None without a plan."""
+    realised = {"realised": bool(getattr(run, "realise", False))}
     if run.plan_info is not None:
-        return {k: v for k, v in run.plan_info.items() if k != "codes"}
+        return {k: v for k, v in run.plan_info.items() if k != "codes"} | realised
     n = int(run.plan[:run.state.n_codes].sum()) if hasattr(run, "plan") else 0
-    return {"given": n} if n else None
+    return {"given": n} | realised if n else None
