@@ -244,8 +244,8 @@ def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
     """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
     ``system`` and its tree, on ``load``'s data mapped (``ugaclip_inputs``);
     each checked by its verifier.  ``plan_seconds``: UGACLIP guided by its
-    suppression plan computed in that time (``ugaclip(..., plan_seconds,
-    plan_weights, realise_plan)``)."""
+    suppression plan computed in that time (``UGACLIPConfig``'s
+    ``plan_seconds, plan_weights, realise_plan``)."""
     from anonymizers.hierarchy import for_system
     from anonymizers.ugaclip import UGACLIPConfig, ugaclip
     from anonymizers.verify.ppe import verify_policy
@@ -254,12 +254,11 @@ def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
     x = ugaclip_inputs(load, categories, level, system, small)
     policy, patients, utility = x["policy"], x["patients"], x["utility"]
     ppe_ok = verify_policy(x["df"], policy, K, "single-visit").ok
-    config = UGACLIPConfig(K, seed=bu.SEED)
+    config = UGACLIPConfig(K, seed=bu.SEED, plan_seconds=plan_seconds,
+                           plan_weights=plan_weights, realise_plan=realise_plan)
     tree = for_system(system)
     fig = bu.method_figures("UGACLIP", lambda: ugaclip(patients, policy, utility, config,
-                                                       hierarchy=tree, plan_seconds=plan_seconds,
-                                                       plan_weights=plan_weights,
-                                                       realise_plan=realise_plan),
+                                                       hierarchy=tree),
                             patients, policy)
     fig["kept_occurrences_pct"] = round(
         100.0 * (1 - fig["suppressed_occurrences"] / len(patients)), 2)

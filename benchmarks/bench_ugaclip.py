@@ -288,11 +288,11 @@ def realised(cases) -> dict:
             policy = [list(c) for c in extract_policy(df, PPEConfig(K, filt)).constraints]
             patients = df[["patient_id", "code"]].drop_duplicates(ignore_index=True)
             utility = hierarchy_policy(sorted(patients["code"].unique()), level)
-            config = UGACLIPConfig(K, seed=SEED)
             out[case] = {w: method_figures(
                 f"UGACLIP (realised, {w} plan)",
-                lambda w=w: ugaclip(patients, policy, utility, config, plan_seconds=PLAN_SECONDS,
-                                    plan_weights=w, realise_plan=True), patients, policy)
+                lambda w=w: ugaclip(patients, policy, utility, UGACLIPConfig(
+                    K, seed=SEED, plan_seconds=PLAN_SECONDS, plan_weights=w, realise_plan=True)),
+                patients, policy)
                 for w in ("codes", "occurrences")} | {"measured_at": _now()}
         return out
 

@@ -25,8 +25,7 @@ from anonymizers.ugaclip.state import ItemState, popcount
 
 def ugaclip(df: pd.DataFrame, privacy_policy, utility_policy, config: UGACLIPConfig,
             hierarchy: Hierarchy | None = None, source: str = "input",
-            plan_seconds: float = 0.0, plan=None, plan_weights: str = "codes",
-            realise_plan: bool = False) -> UGACLIPResult:
+            plan=None) -> UGACLIPResult:
     """Anonymize ``df`` (columns ``patient_id, code``) with Algorithm 2.
 
     ``privacy_policy`` is a list of code lists (or a ``PPEResult``);
@@ -34,29 +33,21 @@ def ugaclip(df: pd.DataFrame, privacy_policy, utility_policy, config: UGACLIPCon
     ``hierarchy`` gives the semantic weight (default: the tree of
     ``config.code_system``).  Line 17 may be guided by a suppression plan
     (docs/methods/ugaclip.md#ugaclip-plan): ``plan`` (codes) as given, or
-    computed in ``plan_seconds`` (0: no plan, Algorithm 2's own pick) to
-    suppress fewest ``plan_weights`` (``"codes"`` or ``"occurrences"``).
-    ``realise_plan`` (opt-in, a deviation from Algorithm 2) suppresses the
-    plan before line 1 instead of only guiding line 17
-    (docs/methods/ugaclip.md#ugaclip-realise).
+    computed in ``config.plan_seconds`` (0: no plan, Algorithm 2's own pick)
+    to suppress fewest ``config.plan_weights``.  ``config.realise_plan``
+    (opt-in, a deviation from Algorithm 2) suppresses the plan before line 1
+    instead of only guiding line 17 (docs/methods/ugaclip.md#ugaclip-realise).
     """
     return run_method(Run, df, privacy_policy, utility_policy, config, hierarchy, source,
-                      plan_seconds=plan_seconds, plan=plan, plan_weights=plan_weights,
-                      realise_plan=realise_plan)
-
-
-PLAN_WEIGHTS = ("codes", "occurrences")
+                      plan=plan)
 
 
 def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
-               hierarchy: Hierarchy | None, source: str, plan_seconds: float = 0.0,
-               plan=None, plan_weights: str = "codes",
-               realise_plan: bool = False) -> UGACLIPResult:
+               hierarchy: Hierarchy | None, source: str, plan=None) -> UGACLIPResult:
     """Encode, run ``kind`` (``Run`` or a baseline of ``baselines``), build the
     release.  A release that would keep no code at all is refused: it would
     look like a success and carry nothing."""
-    if plan_weights not in PLAN_WEIGHTS:
-        raise ParameterError("plan_weights", f"{plan_weights!r} is not one of {PLAN_WEIGHTS}")
+    plan_seconds, realise_plan = config.plan_seconds, config.realise_plan
     if realise_plan and plan is None and not plan_seconds > 0:
         raise ParameterError("realise_plan", "needs a plan: give plan or plan_seconds > 0")
     records = _encode(df, source)
@@ -70,7 +61,7 @@ def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
     if plan_seconds > 0 and plan is None:
         run.plan_info = suppression_plan(records, constraints, utility_policy.constraints,
                                          config.k, plan_seconds,
-                                         weigh_occurrences=plan_weights == "occurrences")
+                                         weigh_occurrences=config.plan_weights == "occurrences")
         plan = records.codes[run.plan_info["codes"]]
     if plan is not None:
         index = {c: i for i, c in enumerate(records.codes)}

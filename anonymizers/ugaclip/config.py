@@ -28,6 +28,20 @@ class UGACLIPConfig:
                               doc="Moves of the seeded local search over the suppressed codes "
                               "after Algorithm 2 and its post-passes (anonymizers.ugaclip.search; "
                               "seeded by ``seed``); 0 skips it.")
+    plan_seconds: float = param(0.0, kind="number", minimum=0,
+                                doc="Seconds of the bound's cutting-plane MILP that computes a "
+                                "suppression plan (anonymizers.ugaclip.plan) guiding line 17; 0: "
+                                "no plan, Algorithm 2's own pick.  The MILP stops on wall-clock "
+                                "time, so a release with a plan depends on the host's speed; the "
+                                "plan's size and bound are in metrics['plan'].")
+    plan_weights: str = param("codes", kind="str", choices=("codes", "occurrences"),
+                              doc="What the plan suppresses fewest of: distinct codes (Fig. S1B) "
+                              "or their occurrences in the records (Fig. S1A).")
+    realise_plan: bool = param(False, kind="bool",
+                               doc="Suppress the plan before Algorithm 2 instead of only guiding "
+                               "line 17 (opt-in deviation, docs/methods/ugaclip.md#ugaclip-realise): "
+                               "the release then suppresses no more codes or occurrences than "
+                               "the plan.  Needs plan_seconds > 0.")
     re_query_sizes: tuple = param((1, 2), kind="int_list", minimum=1,
                                   doc="Sizes q of the COUNT queries (q codes each) whose "
                                   "relative error is reported.")

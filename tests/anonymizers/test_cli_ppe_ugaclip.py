@@ -118,3 +118,25 @@ def test_ugaclip_bundled_policy_and_k_check(files, capsys):
     assert main(base + ["--k", "3", "--utility-policy", "pnas2010"]) == 1
     assert "run ppe with --k 3" in capsys.readouterr().err
     assert main(base + ["--k", "2", "--utility-policy", "nope"]) == 1
+
+
+def test_ugaclip_realises_an_occurrence_plan_from_the_command_line(files, capsys):
+    """The plan options are UGACLIPConfig fields, so the command line takes
+    them; realising without a plan is one clear line, exit 1."""
+    tmp, claims, records, utility = files
+    policy, out = tmp / "policy.json", tmp / "out.json"
+    assert main(["ppe", "--k", "2", "--input", str(claims), "--output", str(policy)]) == 0
+    base = ["ugaclip", "--k", "2", "--privacy-policy", str(policy), "--utility-policy",
+            str(utility), "--input", str(records), "--output", str(out), "--seed", "0",
+            "--realise-plan"]
+    assert main(base + ["--plan-seconds", "5", "--plan-weights", "occurrences"]) == 0
+    release = json.loads(out.read_text())
+    plan = release["metrics"]["plan"]
+    assert plan["realised"] and plan["weights"] == "occurrences"
+    assert release["metrics"]["suppressed_occurrences"] <= plan["cost"]
+    constraints = json.loads(policy.read_text())["constraints"]
+    assert verify_release(CLAIMS[["patient_id", "code"]], release, constraints, 2).ok
+    capsys.readouterr()
+    assert main(base) == 1
+    err = capsys.readouterr().err
+    assert "realise_plan" in err and "Traceback" not in err

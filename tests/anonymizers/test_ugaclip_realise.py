@@ -33,11 +33,12 @@ def to_df(recs) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["patient_id", "code"], dtype=str)
 
 
-def run(df, policy, groups, k, **kw):
-    """The release, or None when refused because it would keep no code."""
+def run(df, policy, groups, k, plan=None, **config):
+    """The release, or None when refused because it would keep no code;
+    ``config``: UGACLIPConfig's plan fields."""
     try:
-        return ugaclip(df, policy, groups, UGACLIPConfig(k, re_queries=0),
-                       hierarchy=icd9cm(), **kw)
+        return ugaclip(df, policy, groups, UGACLIPConfig(k, re_queries=0, **config),
+                       hierarchy=icd9cm(), plan=plan)
     except Exception as exc:  # noqa: BLE001 - only the documented refusal is allowed
         assert "would hold nothing" in str(exc)
         return None
@@ -117,6 +118,6 @@ def test_realised_plan_on_a_hand_case():
 def test_bad_plan_options_are_refused():
     df = to_df([{"a1"}, {"a1"}])
     with pytest.raises(ParameterError, match="plan_weights"):
-        ugaclip(df, [["a1"]], [["a1"]], UGACLIPConfig(2), plan_seconds=1, plan_weights="rows")
+        UGACLIPConfig(2, plan_seconds=1, plan_weights="rows")
     with pytest.raises(ParameterError, match="realise_plan"):
-        ugaclip(df, [["a1"]], [["a1"]], UGACLIPConfig(2), realise_plan=True)
+        ugaclip(df, [["a1"]], [["a1"]], UGACLIPConfig(2, realise_plan=True))

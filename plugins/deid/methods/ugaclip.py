@@ -25,11 +25,13 @@ from deid.methods import form
 from deid.secret import pseudonym_key
 
 TITLE = "UGACLIP (generalization and suppression)"
+# UGACLIPConfig's optional searches after or before Algorithm 2, all off by default
+SEARCH_FIELDS = ("search_moves", "plan_seconds", "plan_weights", "realise_plan")
 POLICIES = ["none", "pnas2010", "pnas2010-k2", "pnas2010-k5", "pnas2010-k10", "pnas2010-k25",
             "icd9-level-1", "icd9-level-2", "icd9-level-3",
             "icd10-level-1", "icd10-level-2", "icd10-level-3"]
 PARAMS = {
-    **form.params("ugaclip", ["k", "seed"]),
+    **form.params("ugaclip", ["k", "seed", *SEARCH_FIELDS]),
     "utility_policy": {"enum": POLICIES, "default": "icd9-level-2", "title": "Utility policy",
                        "description": "Which codes may be generalized (UGACLIP) or kept together "
                                       "(disassociation): the paper's diseases (Tables S1-S2) "
@@ -45,9 +47,11 @@ PARAMS = {
 
 def check(params: dict) -> None:
     """UGACLIP cannot run without a utility policy, nor with one over the
-    other code system's codes."""
+    other code system's codes, nor realise a plan it is given no time to make."""
     if params.get("utility_policy") in (None, "none"):
         raise ValueError("utility_policy: UGACLIP needs a utility policy (not 'none')")
+    if params.get("realise_plan") and not params.get("plan_seconds"):
+        raise ValueError("realise_plan: needs a plan to realise (plan_seconds > 0)")
     policy_system(params["utility_policy"], params.get("code_system", "icd9cm"))
 
 
@@ -101,7 +105,9 @@ def _anonymize(records: pd.DataFrame, constraints, params):
     return ugaclip(records, constraints,
                    utility_policy(params["utility_policy"], records["code"].unique(), system),
                    UGACLIPConfig(k=params["k"], seed=params["seed"], code_system=system,
-                                 pseudonym_key=pseudonym_key()))  # IL weights: system's tree
+                                 pseudonym_key=pseudonym_key(),
+                                 **{n: params[n] for n in SEARCH_FIELDS if n in params}))
+    # IL weights: the system's tree
 
 
 def _suppressed_share(result, records: pd.DataFrame) -> float:

@@ -1,0 +1,38 @@
+"""UGACLIP's plan options reach a release: declared once in UGACLIPConfig,
+offered by the release file and the trigger form, checked together before a
+run, and passed to the method."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from deid.methods import check_params
+from deid.methods import ugaclip as method
+
+BASE = {"k": 2, "seed": 1, "utility_policy": "icd9-level-2"}
+
+
+def test_the_plan_fields_are_release_parameters():
+    for name in method.SEARCH_FIELDS:
+        assert name in method.PARAMS, name
+    assert method.PARAMS["plan_weights"]["enum"] == ["codes", "occurrences"]
+
+
+def test_realising_a_plan_without_time_to_make_it_is_refused():
+    with pytest.raises(ValueError, match="realise_plan"):
+        check_params("ugaclip", {**BASE, "realise_plan": True})
+    with pytest.raises(ValueError, match="plan_weights"):
+        check_params("ugaclip", {**BASE, "plan_weights": "rows"})
+    check_params("ugaclip", {**BASE, "realise_plan": True, "plan_seconds": 5})
+
+
+def test_the_method_step_passes_the_plan_fields(monkeypatch):
+    monkeypatch.setattr(method, "pseudonym_key", lambda: b"k" * 32)
+    records = pd.DataFrame({"patient_id": ["a", "a", "b", "c", "c", "d"],
+                            "code": ["4011", "25000", "4011", "25001", "4019", "4019"]})
+    params = {**BASE, "realise_plan": True, "plan_seconds": 5, "plan_weights": "occurrences"}
+    result = method._anonymize(records, [["4011", "25000"]], params)
+    assert result.metrics["plan"]["realised"] is True
+    assert result.metrics["plan"]["weights"] == "occurrences"
+    without = method._anonymize(records, [["4011", "25000"]], BASE)
+    assert without.metrics["plan"] is None
