@@ -132,10 +132,15 @@ def apply(df: pd.DataFrame, clusters, config: DummyConfig,
     ctx, carried, dummies, metrics = _carry_and_top_up(previous, records, cluster_codes,
                                                        run_config, generation, 0)
     forced = dummies.n - carried.batch.n - sum(carried.retired.values())
+    counted = 0
     if forced > 0 and carried.retired["turnover"] > 0:
-        ctx, carried, dummies, metrics = _carry_and_top_up(previous, records, cluster_codes,
-                                                           run_config, generation, forced)
-    metrics |= {"generation": generation, "seed": config.seed,
+        try:
+            ctx, carried, dummies, metrics = _carry_and_top_up(previous, records, cluster_codes,
+                                                               run_config, generation, forced)
+            counted = forced
+        except NoReleaseError:
+            pass  # more carried dummies left no top-up: the first pass's release stands
+    metrics |= {"generation": generation, "seed": config.seed, "forced_new_counted": counted,
                 "previous_dummies": _n_dummies(previous), "carried_dummies": carried.batch.n,
                 "new_dummies": dummies.n - carried.batch.n, "retired_dummies": carried.retired,
                 "leaving_rate": carried.leaving_rate, "resourced_dummies": carried.resourced,

@@ -413,3 +413,29 @@ def test_meps_3000_2700(datasets_dir):
     assert abs(on["precision"] - on["base_rate"]) <= TOLERANCE
     assert figures["defence_off"]["breached"] and figures["defence_on"]["breached"] is False
     assert figures["defence_on"]["verdicts_ok"] and figures["defence_off"]["verdicts_ok"]
+
+
+def test_a_turnover_pass_without_a_release_keeps_the_first_pass(monkeypatch):
+    """Counting the forced new dummies keeps more carried ones; should no
+    top-up exist around them, the release made at the bare leaving rate
+    stands instead of refusing a run that has a release."""
+    first, second = two_cohorts(seed=5)
+    third = second.copy()
+    grow = third["patient_id"].isin([f"p{i}" for i in range(100, 140)])
+    extra = pd.DataFrame({"patient_id": third.loc[grow, "patient_id"].unique(), "code": "c39"})
+    third = pd.concat([third, extra]).drop_duplicates(ignore_index=True)
+    _, state = with_defence([first, second])
+    res, _ = persist.apply(third, None, DummyConfig(seed=11), state)
+    assert res.metrics["forced_new_counted"] > 0  # the second pass ran and was kept
+    real = persist._carry_and_top_up
+
+    def second_pass_fails(previous, records, clusters, config, generation, forced):
+        if forced:
+            raise NoReleaseError("no top-up around the carried dummies")
+        return real(previous, records, clusters, config, generation, forced)
+
+    monkeypatch.setattr(persist, "_carry_and_top_up", second_pass_fails)
+    res, new_state = persist.apply(third, None, DummyConfig(seed=11), state)
+    assert res.metrics["forced_new_counted"] == 0
+    assert res.metrics["retired_dummies"]["turnover"] > 0
+    assert verify_dummies(third, res.released, res.dummy_map, new_state.clusters, 8).ok
