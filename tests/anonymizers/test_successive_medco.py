@@ -40,6 +40,15 @@ def two_cohorts(n: int = 500, stay: float = 0.9, seed: int = 0):
     return first, second
 
 
+def changed_cohorts(seed: int):
+    """``two_cohorts`` and a third release where 40 patients gained code c39."""
+    first, second = two_cohorts(seed=seed)
+    third = second.copy()
+    grow = third["patient_id"].isin([f"p{i}" for i in range(100, 140)])
+    extra = pd.DataFrame({"patient_id": third.loc[grow, "patient_id"].unique(), "code": "c39"})
+    return first, second, pd.concat([third, extra]).drop_duplicates(ignore_index=True)
+
+
 def clusters_of(df: pd.DataFrame, a: int = 8) -> list:
     return cluster_codes(df, ClusterConfig(min_anonymity_set=a)).clusters
 
@@ -115,11 +124,7 @@ def test_every_comparison_attack_near_base_rate_with_defence():
 def test_three_releases_with_changed_patients():
     """Patients who gain a code count as leaving; their kept dummies take
     another source; three generations."""
-    first, second = two_cohorts(seed=5)
-    third = second.copy()
-    grow = third["patient_id"].isin([f"p{i}" for i in range(100, 140)])
-    extra = pd.DataFrame({"patient_id": third.loc[grow, "patient_id"].unique(), "code": "c39"})
-    third = pd.concat([third, extra]).drop_duplicates(ignore_index=True)
+    first, second, third = changed_cohorts(seed=5)
     results, state = with_defence([first, second])
     res, state = persist.apply(third, None, DummyConfig(seed=11), state)  # the state's clusters
     assert verify_dummies(third, res.released, res.dummy_map, state.clusters, 8).ok
@@ -419,11 +424,7 @@ def test_a_turnover_pass_without_a_release_keeps_the_first_pass(monkeypatch):
     """Counting the forced new dummies keeps more carried ones; should no
     top-up exist around them, the release made at the bare leaving rate
     stands instead of refusing a run that has a release."""
-    first, second = two_cohorts(seed=5)
-    third = second.copy()
-    grow = third["patient_id"].isin([f"p{i}" for i in range(100, 140)])
-    extra = pd.DataFrame({"patient_id": third.loc[grow, "patient_id"].unique(), "code": "c39"})
-    third = pd.concat([third, extra]).drop_duplicates(ignore_index=True)
+    first, second, third = changed_cohorts(seed=5)
     _, state = with_defence([first, second])
     res, _ = persist.apply(third, None, DummyConfig(seed=11), state)
     assert res.metrics["forced_new_counted"] > 0  # the second pass ran and was kept
