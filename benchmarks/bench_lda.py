@@ -21,7 +21,9 @@ Cohorts:
 
 Each cohort runs A-GS with the chosen readings, Baseline, and two A-GS runs
 that undo one reading each (``readings``): pairs of one age ordered by
-service date, and ``|A|`` = every ICD-9-CM code.  The verifier runs on every
+service date, and ``|A|`` = every ICD-9-CM code.  The SynPUF cohorts also
+run the opt-in deviations (``deviations``: member-weighted A-GS, the
+refinement post-pass, both), which are not the thesis' algorithm.  The verifier runs on every
 release.  ``python -m benchmarks.bench_lda`` from the repository root;
 ``python -m benchmarks.bench_lda --bound`` prints ``kept_bound`` of each
 SynPUF cohort (an upper bound on any k-anonymous in-order release, below).
@@ -142,10 +144,11 @@ def describe(pairs: pd.DataFrame) -> dict:
 
 
 def anonymize(pairs: pd.DataFrame, alignment: str, k: int = K,
-              icd_domain: str = "data") -> dict:
-    """One LDA run with its verdict and time."""
+              icd_domain: str = "data", **options) -> dict:
+    """One LDA run with its verdict and time (``options``: more LDAConfig fields)."""
     t0 = time.perf_counter()
-    result = lda(pairs, LDAConfig(k=k, alignment=alignment, seed=SEED, icd_domain=icd_domain))
+    result = lda(pairs, LDAConfig(k=k, alignment=alignment, seed=SEED, icd_domain=icd_domain,
+                                  **options))
     seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     verdict = verify_lda(result.records, result.pseudonym_map, pairs, k)
@@ -155,17 +158,27 @@ def anonymize(pairs: pd.DataFrame, alignment: str, k: int = K,
             **{key: result.metrics[key] for key in KEEP}}
 
 
-def cohort(pairs: pd.DataFrame) -> dict:
-    """A-GS and Baseline on ``pairs`` (dates dropped), and the two undone readings."""
+SHORT = ("icd_kept_3digit_or_finer", "age_kept_16year_or_finer", "ilm", "alm", "avg_re",
+         "suppressed_pairs", "verifier_ok", "seconds")
+# the opt-in deviations (not the thesis; benchmarks/lda.md, "Opt-in deviations")
+DEVIATIONS = {"member_weighted": {"member_weighted": True},
+              "refine_4": {"refine_rounds": 4},
+              "member_weighted+refine_4": {"member_weighted": True, "refine_rounds": 4}}
+
+
+def cohort(pairs: pd.DataFrame, deviations: bool = False) -> dict:
+    """A-GS and Baseline on ``pairs`` (dates dropped), the two undone
+    readings, and with ``deviations`` A-GS under each of ``DEVIATIONS``."""
     plain = pairs.drop(columns="service_date")
     out = {"data": describe(pairs), "a-gs": anonymize(plain, "a-gs"),
            "baseline": anonymize(plain, "baseline")}
-    short = ("icd_kept_3digit_or_finer", "age_kept_16year_or_finer", "ilm", "alm", "avg_re",
-             "suppressed_pairs", "verifier_ok")
     out["readings"] = {
-        "date_order": {key: anonymize(pairs, "a-gs")[key] for key in short},
+        "date_order": {key: anonymize(pairs, "a-gs")[key] for key in SHORT},
         "icd_domain_hierarchy": {key: anonymize(plain, "a-gs", icd_domain="hierarchy")[key]
-                                 for key in short}}
+                                 for key in SHORT}}
+    if deviations:
+        out["deviations"] = {name: {key: anonymize(plain, "a-gs", **options)[key]
+                                    for key in SHORT} for name, options in DEVIATIONS.items()}
     return out
 
 
@@ -203,7 +216,7 @@ def figures(small: bool = False) -> dict:
     out = {"thesis": THESIS}
     if SYNPUF.is_dir():
         for name, pairs in synpuf_cohorts(synpuf_pairs(limit=40 if small else None)).items():
-            out[name] = cohort(pairs)
+            out[name] = cohort(pairs, deviations=True)
     else:
         out["synpuf"] = f"skipped: {SYNPUF} not found"
     t0 = time.perf_counter()

@@ -92,16 +92,19 @@ def _running_sum(start: float, *parts) -> float:
 
 
 def ags(x: Pairs, y: Pairs, trees: Trees, w_icd: float, w_age: float,
-        ilm_x: float = 0.0, alm_x: float = 0.0) -> Aligned:
-    """Algorithm 3 (A-GS), returning the matrices i, a, r as well."""
+        ilm_x: float = 0.0, alm_x: float = 0.0, x_members: int = 1) -> Aligned:
+    """Algorithm 3 (A-GS), returning the matrices i, a, r as well.
+
+    ``x_members`` > 1 is the opt-in member-weighted reading
+    (``LDAConfig.member_weighted``, not the thesis'): every loss on X's side
+    (generalizing or suppressing x_h) counts once per trajectory X stands for."""
     m, n = len(x), len(y)
-    _, gi = combined_lm(trees.icd, x.icd[:, None], x.icd_gen[:, None], y.icd[None, :],
-                        y.icd_gen[None, :])
-    _, ga = combined_lm(trees.age, x.age[:, None], x.age_gen[:, None], y.age[None, :],
-                        y.age_gen[None, :])
-    gi, ga = gi * w_icd, ga * w_age
-    sxi = _suppress(trees.icd, x.icd, x.icd_gen) * w_icd
-    sxa = _suppress(trees.age, x.age, x.age_gen) * w_age
+    gi = weighted_lm(trees.icd, x.icd[:, None], x.icd_gen[:, None], y.icd[None, :],
+                     y.icd_gen[None, :], x_members) * w_icd
+    ga = weighted_lm(trees.age, x.age[:, None], x.age_gen[:, None], y.age[None, :],
+                     y.age_gen[None, :], x_members) * w_age
+    sxi = _suppress(trees.icd, x.icd, x.icd_gen) * w_icd * x_members
+    sxa = _suppress(trees.age, x.age, x.age_gen) * w_age * x_members
     syi = _suppress(trees.icd, y.icd, y.icd_gen) * w_icd
     sya = _suppress(trees.age, y.age, y.age_gen) * w_age
     i, a, r = _init_matrices(m, n, ilm_x, alm_x, sxi, sxa, syi, sya)
@@ -120,6 +123,15 @@ def ags(x: Pairs, y: Pairs, trees: Trees, w_icd: float, w_age: float,
     hs, js = _traceback(r, m, n)
     return Aligned(_merge(trees, x, y, hs, js), float(i[m, n]), float(a[m, n]),
                    np.stack([hs, js], axis=1), i, a, r)
+
+
+def weighted_lm(tree: EncodedTree, a, a_gen, b, b_gen, a_members: int = 1) -> np.ndarray:
+    """Definition 6's combined LM with ``a``'s part counted ``a_members``
+    times (1: Definition 6 itself, computed exactly as ``combined_lm``)."""
+    if a_members == 1:
+        return combined_lm(tree, a, a_gen, b, b_gen)[1]
+    anc = tree.lca(a, b)
+    return lm(tree, a, a_gen, anc) * a_members + lm(tree, b, b_gen, anc)
 
 
 def _init_matrices(m, n, ilm_x, alm_x, sxi, sxa, syi, sya):

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from anonymizers.longitudinal.alignment import Pairs, Trees
-from anonymizers.longitudinal.loss import combined_lm, lm
+from anonymizers.longitudinal.alignment import Pairs, Trees, weighted_lm
+from anonymizers.longitudinal.loss import lm
 
 PAD_CELLS = 1 << 15  # below this many padded cells a chunk is overhead-bound
 
@@ -46,24 +46,28 @@ class CostModel:
         sup_age = lm(trees.age, enc.age_nodes, enc.age_nodes == 0, 0) * w_age
         self.sup_flat = sup_icd[enc.icd_val] + sup_age[enc.age_val]
 
-    def _table(self, tree, nodes, q_nodes, q_gen, w) -> np.ndarray:
+    def _table(self, tree, nodes, q_nodes, q_gen, w, members: int = 1) -> np.ndarray:
         """Weighted combined LM of each query value (node id and generalized
-        flag) against every distinct value, plus a zero column for padding."""
+        flag) against every distinct value, plus a zero column for padding;
+        the query's part counts ``members`` times (``alignment.ags``)."""
         keys = np.asarray(q_nodes, dtype=np.int64) * 2 + np.asarray(q_gen, dtype=np.int64)
         uq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
         q, g = np.asarray(q_nodes)[first][:, None], np.asarray(q_gen)[first][:, None]
-        _, cost = combined_lm(tree, q, g, nodes[None, :], nodes[None, :] == 0)
+        cost = weighted_lm(tree, q, g, nodes[None, :], nodes[None, :] == 0, members)
         table = np.zeros((len(uq), len(nodes) + 1))
         table[:, :-1] = cost * w
         return table[inv.ravel()]
 
-    def tables(self, x: Pairs):
+    def tables(self, x: Pairs, members: int = 1):
         """Cost tables of query ``x``, which may be a cluster's anonymized
-        trajectory (footnote 6): its generalized values weigh their leaves."""
-        ti = self._table(self.trees.icd, self.enc.icd_nodes, x.icd, x.icd_gen, self.w_icd)
-        ta = self._table(self.trees.age, self.enc.age_nodes, x.age, x.age_gen, self.w_age)
+        trajectory (footnote 6): its generalized values weigh their leaves;
+        its losses count ``members`` times (``alignment.ags``)."""
+        ti = self._table(self.trees.icd, self.enc.icd_nodes, x.icd, x.icd_gen, self.w_icd,
+                         members)
+        ta = self._table(self.trees.age, self.enc.age_nodes, x.age, x.age_gen, self.w_age,
+                         members)
         sx = (lm(self.trees.icd, x.icd, x.icd_gen, 0) * self.w_icd
-              + lm(self.trees.age, x.age, x.age_gen, 0) * self.w_age)
+              + lm(self.trees.age, x.age, x.age_gen, 0) * self.w_age) * members
         return ti, ta, sx
 
     def query_tables(self, t: int):
@@ -100,11 +104,14 @@ def _padded(enc: Encoded, model: CostModel, idx: np.ndarray):
     return yi, ya, sup, lengths
 
 
-def ags_costs(model: CostModel, t: int | Pairs, candidates: np.ndarray) -> np.ndarray:
+def ags_costs(model: CostModel, t: int | Pairs, candidates: np.ndarray,
+              members: int = 1) -> np.ndarray:
     """Total weighted A-GS cost (ILM + ALM) of trajectory ``t`` (an index, or
-    an anonymized trajectory) against each of ``candidates`` (indices), in
-    the order given, without the constant ILM(X) + ALM(X) of step 2."""
-    ti, ta, sx = model.query_tables(t) if isinstance(t, (int, np.integer)) else model.tables(t)
+    an anonymized trajectory standing for ``members`` trajectories) against
+    each of ``candidates`` (indices), in the order given, without the
+    constant ILM(X) + ALM(X) of step 2."""
+    ti, ta, sx = (model.query_tables(t) if isinstance(t, (int, np.integer))
+                  else model.tables(t, members))
     out = np.empty(len(candidates))
     for pos in _chunks(model.enc.lengths[candidates]):
         yi, ya, sy, lengths = _padded(model.enc, model, candidates[pos])
@@ -122,9 +129,12 @@ def ags_costs(model: CostModel, t: int | Pairs, candidates: np.ndarray) -> np.nd
     return out
 
 
-def baseline_costs(model: CostModel, t: int | Pairs, candidates: np.ndarray) -> np.ndarray:
+def baseline_costs(model: CostModel, t: int | Pairs, candidates: np.ndarray,
+                   members: int = 1) -> np.ndarray:
     """Total Baseline cost (Algorithm 2) of ``t`` (an index, or an anonymized
-    trajectory) against each candidate, without ILM(X) + ALM(X)."""
+    trajectory) against each candidate, without ILM(X) + ALM(X).  Baseline
+    has no member-weighted reading (LDAConfig refuses it): ``members`` is
+    accepted for a common signature and must be 1."""
     ti, ta, sx = model.query_tables(t) if isinstance(t, (int, np.integer)) else model.tables(t)
     m = len(sx)
     sx_tail = np.concatenate([np.cumsum(sx[::-1])[::-1], [0.0]])

@@ -12,8 +12,9 @@ import numpy as np
 from anonymizers.longitudinal.alignment import Aligned, Pairs
 
 Distance = Callable[[int, np.ndarray], np.ndarray]
-Aligner = Callable[[Pairs, Pairs, float, float], Aligned]
-FromCluster = Callable[[Pairs, np.ndarray], np.ndarray]
+# align(X, Y, ILM(X), ALM(X), members X stands for); from_cluster(X, candidates, members)
+Aligner = Callable[[Pairs, Pairs, float, float, int], Aligned]
+FromCluster = Callable[[Pairs, np.ndarray, int], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class Growing:
     def add(self, t: int) -> None:
         """Align member ``t`` into X (Algorithm 3 with X's ILM and ALM)."""
         y = self.original(t)
-        res = self.align(self.x, y, self.ilm, self.alm)
+        res = self.align(self.x, y, self.ilm, self.alm, len(self.members))
         h, j = res.matches[:, 0], res.matches[:, 1]
         old2new = np.full(len(self.x) + 1, -1)
         old2new[h] = np.arange(len(h))
@@ -91,13 +92,15 @@ class Growing:
 
 
 def greedy(original: Callable[[int], Pairs], align: Aligner, from_cluster: FromCluster) -> Grow:
-    """The cluster-forming step of the module doc: ``from_cluster(X, cands)``
-    is the alignment cost of X against each candidate."""
+    """The cluster-forming step of the module doc: ``from_cluster(X, cands,
+    members)`` is the alignment cost of X against each candidate.
+    ``grow(r, rest, len(rest))`` re-anonymizes a fixed member set."""
     def grow(r: int, candidates: np.ndarray, m: int) -> Cluster:
         cluster = Growing(r, original, align)
         left = np.asarray(candidates)
         for _ in range(m):
-            pick = int(np.argmin(from_cluster(cluster.x, left)))  # first of ties
+            costs = from_cluster(cluster.x, left, len(cluster.members))
+            pick = int(np.argmin(costs))  # first of ties
             cluster.add(int(left[pick]))
             left = np.delete(left, pick)
         return cluster.freeze()

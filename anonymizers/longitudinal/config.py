@@ -56,6 +56,16 @@ class LDAConfig:
         doc="What |A| and the leaf counts of Definition 4 count for ICD: the dataset's "
         "distinct codes (Table 3's |ICD|) or every leaf of the ICD hierarchy (see "
         "anonymizers.longitudinal.framework).")
+    member_weighted: bool = param(
+        False, kind="bool",
+        doc="Opt-in, not the thesis' Algorithm 3: when A-GS aligns a cluster's anonymized "
+        "trajectory X with a candidate, X's losses count once per trajectory X stands for, so "
+        "the cost is the loss of the whole cluster (benchmarks/lda.md).  A-GS only.")
+    refine_rounds: int = param(
+        0, kind="int", minimum=0,
+        doc="Opt-in, not in the thesis: after MDAV, up to this many rounds of moving or "
+        "swapping trajectories between clusters, each kept only if it lowers "
+        "w_icd*ILM + w_age*ALM (Definition 8) of the two clusters (benchmarks/lda.md).")
     pseudonym_key: bytes | None = pseudonym_key()
 
     def __post_init__(self):
@@ -63,3 +73,6 @@ class LDAConfig:
         if abs(self.w_icd + self.w_age - 1.0) > 1e-9:
             raise ParameterError("w_icd", f"w_icd + w_age must be 1, got "
                                           f"{self.w_icd} + {self.w_age}")
+        if self.member_weighted and self.alignment != "a-gs":
+            raise ParameterError("member_weighted", "member weighting is a reading of A-GS; "
+                                 f"alignment={self.alignment!r} has no weights")

@@ -17,6 +17,8 @@ from anonymizers.longitudinal.alignment import Pairs, Trees, ags, baseline
 from anonymizers.longitudinal.batch import CostModel, Encoded, ags_costs, baseline_costs
 from anonymizers.longitudinal.clustering import greedy, mdav, trajectory_keys
 from anonymizers.longitudinal.config import LDAConfig
+from anonymizers.longitudinal.loss import pair_loss
+from anonymizers.longitudinal.refine import refine
 from anonymizers.longitudinal.release import Release, assemble
 from anonymizers.longitudinal.trajectories import Trajectories, build_trajectories
 from anonymizers.pseudonyms import generator
@@ -62,8 +64,12 @@ def lda(pairs: pd.DataFrame, config: LDAConfig, source: str = "pairs") -> LDARes
         span = slice(traj.offsets[t], traj.offsets[t + 1])
         return Pairs.original(icd[span], age[span])
 
-    clusters = mdav(traj.n, config.k, distance, keys, rng,
-                    greedy(original, align, distance))
+    grow = greedy(original, align, distance)
+    clusters = mdav(traj.n, config.k, distance, keys, rng, grow)
+    if config.refine_rounds:
+        clusters = refine(clusters, config.k, config.refine_rounds, grow, distance,
+                          partial(_cluster_loss, traj=traj, trees=trees, icd=icd, age=age,
+                                  w=(config.w_icd, config.w_age)))
     rel = assemble(traj, trees, icd, age, clusters,
                    generator(config.pseudonym_key, config.seed, rng))
     if not _keeps_anything(rel.records):
@@ -91,6 +97,19 @@ def _encode(traj: Trajectories, config: LDAConfig):
     return Trees(icd_tree, age_tree), icd, age, unknown
 
 
+def _cluster_loss(cluster, traj, trees, icd, age, w) -> float:
+    """The cluster's part of ``n * (w_icd * ILM + w_age * ALM)`` (Definition 8)."""
+    x, total = cluster.trajectory, 0.0
+    for t, pos in zip(cluster.members, cluster.positions):
+        span = slice(traj.offsets[t], traj.offsets[t + 1])
+        kept, at = pos >= 0, np.maximum(pos, 0)
+        rel_icd = np.where(kept, x.icd[at], -1) if len(x) else np.full(len(pos), -1)
+        rel_age = np.where(kept, x.age[at], -1) if len(x) else np.full(len(pos), -1)
+        total += (w[0] * pair_loss(trees.icd, icd[span], rel_icd).sum()
+                  + w[1] * pair_loss(trees.age, age[span], rel_age).sum()) / len(pos)
+    return float(total)
+
+
 def _keeps_anything(records: pd.DataFrame) -> bool:
     return bool(((records["code"] != ROOT) | (records["age"] != ROOT)).any())
 
@@ -100,26 +119,27 @@ def _aligners(traj, trees, icd, age, config):
     au, av = np.unique(age, return_inverse=True)
     enc = Encoded(iv.ravel(), av.ravel(), iu, au, traj.offsets)
     calls = [0]
+    weighted = config.member_weighted
     if config.alignment == "a-gs":
         model = CostModel(enc, trees, config.w_icd, config.w_age)
-        align = partial(_ags, trees=trees, w=(config.w_icd, config.w_age))
+        align = partial(_ags, trees=trees, w=(config.w_icd, config.w_age), weighted=weighted)
         costs = ags_costs
     else:
         model = CostModel(enc, trees, 1.0, 1.0)
         align = partial(_baseline, trees=trees)
         costs = baseline_costs
 
-    def distance(t, candidates):
+    def distance(t, candidates, members=1):
         calls[0] += len(candidates)
-        return costs(model, t, candidates)
+        return costs(model, t, candidates, members if weighted else 1)
     return align, distance, calls
 
 
-def _ags(x, y, ilm, alm, trees, w):
-    return ags(x, y, trees, w[0], w[1], ilm, alm)
+def _ags(x, y, ilm, alm, members, trees, w, weighted):
+    return ags(x, y, trees, w[0], w[1], ilm, alm, members if weighted else 1)
 
 
-def _baseline(x, y, ilm, alm, trees):
+def _baseline(x, y, ilm, alm, members, trees):
     return baseline(x, y, trees, ilm, alm)
 
 

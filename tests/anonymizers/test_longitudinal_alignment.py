@@ -164,14 +164,19 @@ def test_batched_costs_equal_exact_alignments(trajs, w_icd):
     check_batched(trajs, w_icd, queries=[0, len(trajs) - 1])
 
 
-def check_batched(trajs, w_icd, queries):
+def encoded(trajs):
+    """(trees, pairs, Encoded) of trajectories on the real ICD-9-CM and age trees."""
     trees, pairs = encode(trajs, icd9cm(), age_hierarchy())
     icd = np.concatenate([p.icd for p in pairs])
     age = np.concatenate([p.age for p in pairs])
     iu, iv = np.unique(icd, return_inverse=True)
     au, av = np.unique(age, return_inverse=True)
     offsets = np.concatenate([[0], np.cumsum([len(p) for p in pairs])])
-    enc = Encoded(iv, av, iu, au, offsets)
+    return trees, pairs, Encoded(iv, av, iu, au, offsets)
+
+
+def check_batched(trajs, w_icd, queries):
+    trees, pairs, enc = encoded(trajs)
     everyone = np.arange(len(pairs))
     model = CostModel(enc, trees, w_icd, 1 - w_icd)
     unit = CostModel(enc, trees, 1.0, 1.0)
