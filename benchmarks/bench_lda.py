@@ -5,8 +5,8 @@ Cohorts:
 
 1. DE-SynPUF TestB claims, built as the pipeline builds them
    (sql/extract_claims.sql, then plugins/deid/methods/lda.py): one
-   (code, age) pair per distinct diagnosis code of each inpatient, outpatient
-   and carrier claim (admitting, ICD9_DGNS_CD_* and LINE_ICD9_DGNS_CD_*
+   (code, age) pair per distinct diagnosis code and age of a patient over its
+   inpatient, outpatient and carrier claims (admitting, ICD9_DGNS_CD_* and LINE_ICD9_DGNS_CD_*
    codes, CMS's OTHER/XX000 placeholders dropped), age in whole years at
    CLM_FROM_DT (CLM_THRU_DT when empty) from the earliest summary file's
    BENE_BIRTH_DT; no service date (pairs of one age ordered by code).
@@ -21,7 +21,9 @@ Cohorts:
 
 Each cohort runs A-GS with the chosen readings, Baseline, and two A-GS runs
 that undo one reading each (``readings``): pairs of one age ordered by
-service date, and ``|A|`` = every ICD-9-CM code.  The SynPUF cohorts also
+service date, and ``|A|`` = every ICD-9-CM code; on the SynPUF cohorts a third
+undoes the distinct pairs (``per_claim_pairs``: one pair per code of each
+claim, as the pipeline built them before).  The SynPUF cohorts also
 run the opt-in deviations (``deviations``: member-weighted A-GS, the
 refinement post-pass, both), which are not the thesis' algorithm.  The verifier runs on every
 release.  ``python -m benchmarks.bench_lda`` from the repository root;
@@ -101,9 +103,11 @@ def _claim_codes(name: str, spec) -> pd.DataFrame:
     return long.dropna(subset=["code"])[["DESYNPUF_ID", "claim", "date", "code"]]
 
 
-def synpuf_pairs(limit: int | None = None) -> pd.DataFrame:
-    """Every (patient, code, age, service_date) of TestB as the extract builds
-    them (module doc, item 1), before any code selection."""
+def synpuf_pairs(limit: int | None = None, per_claim: bool = False) -> pd.DataFrame:
+    """Every distinct (patient, code, age) of TestB as the pipeline builds
+    them (module doc, item 1), before any code selection, with the first
+    claim date of the pair as ``service_date``; ``per_claim``: one pair per
+    distinct code of each claim instead (the reading undone in ``figures``)."""
     codes = pd.concat([_claim_codes(name, spec) for name, spec in CLAIMS.items()])
     codes = codes[(codes["code"] != "") & ~codes["code"].isin(PLACEHOLDERS)]
     codes = codes.drop_duplicates(["DESYNPUF_ID", "claim", "code"])
@@ -115,9 +119,13 @@ def synpuf_pairs(limit: int | None = None) -> pd.DataFrame:
     seen = pd.to_datetime(pairs["date"], format="%Y%m%d")
     before_birthday = (seen.dt.month * 100 + seen.dt.day) < (born.dt.month * 100 + born.dt.day)
     age = seen.dt.year - born.dt.year - before_birthday.astype(int)
-    return pd.DataFrame({"patient_id": pairs["DESYNPUF_ID"].to_numpy(),
-                         "code": pairs["code"].to_numpy(), "age": age.to_numpy(),
-                         "service_date": pairs["date"].to_numpy()})
+    out = pd.DataFrame({"patient_id": pairs["DESYNPUF_ID"].to_numpy(),
+                        "code": pairs["code"].to_numpy(), "age": age.to_numpy(),
+                        "service_date": pairs["date"].to_numpy()})
+    if per_claim:
+        return out
+    out = out.sort_values(["patient_id", "service_date", "code"], kind="stable")
+    return out.drop_duplicates(["patient_id", "code", "age"]).reset_index(drop=True)
 
 
 def synpuf_cohorts(pairs: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -215,8 +223,14 @@ def kept_bound(pairs: pd.DataFrame, k: int = K) -> float:
 def figures(small: bool = False) -> dict:
     out = {"thesis": THESIS}
     if SYNPUF.is_dir():
-        for name, pairs in synpuf_cohorts(synpuf_pairs(limit=40 if small else None)).items():
+        limit = 40 if small else None
+        per_claim = synpuf_cohorts(synpuf_pairs(limit=limit, per_claim=True))
+        for name, pairs in synpuf_cohorts(synpuf_pairs(limit=limit)).items():
             out[name] = cohort(pairs, deviations=True)
+            plain = per_claim[name].drop(columns="service_date")
+            out[name]["readings"]["per_claim_pairs"] = {
+                "data": describe(per_claim[name]),
+                **{key: anonymize(plain, "a-gs")[key] for key in SHORT}}
     else:
         out["synpuf"] = f"skipped: {SYNPUF} not found"
     t0 = time.perf_counter()

@@ -52,8 +52,17 @@ def test_small_benchmark_on_synpuf(record, datasets_dir):
 @pytest.mark.datasets
 def test_synpuf_pairs_follow_the_extract(datasets_dir):
     """Admitting and line codes count, placeholders do not, one pair per
-    distinct code of a claim, age in whole years at the claim date."""
+    distinct (code, age) of a patient, age in whole years at the claim date;
+    ``per_claim`` keeps one pair per distinct code of a claim."""
     pairs = bench_lda.synpuf_pairs(limit=40)
+    assert not pairs.duplicated(["patient_id", "code", "age"]).any()
+    per_claim = bench_lda.synpuf_pairs(limit=40, per_claim=True)
+    assert len(per_claim) > len(pairs)
+    pd.testing.assert_frame_equal(
+        per_claim.drop_duplicates(["patient_id", "code", "age"])[["patient_id", "code", "age"]]
+        .sort_values(["patient_id", "code", "age"]).reset_index(drop=True),
+        pairs[["patient_id", "code", "age"]].sort_values(["patient_id", "code", "age"])
+        .reset_index(drop=True))
     assert not pairs["code"].isin(["OTHER", "XX000", ""]).any()
     assert pairs["age"].between(0, 120).all()
     assert list(pairs.columns) == ["patient_id", "code", "age", "service_date"]

@@ -2,8 +2,11 @@
 MDAV clustering and A-GS (or Baseline) alignment with generalization and
 suppression.
 
-Each extracted row is one (code, age at service) pair of a claim; with
-``lda_codes`` only those 3-digit categories' codes are kept, which bounds the
+Each extracted row is one (code, age at service) pair of a claim, and a
+patient's trajectory holds each (code, age) pair once (the reading of
+Table 3 in docs/methods/lda.md#longitudinal-trajectories: a code billed on several
+claims at one age is one pair); with ``lda_codes`` only those 3-digit
+categories' codes are kept, which bounds the
 trajectories the way the thesis' 50-code datasets do (LDA's clustering costs
 about n^2/k alignments).  The service date is not passed on: the thesis'
 trajectory is a multiset of (ICD, Age) pairs ordered by age (IV.2.2), so the
@@ -33,7 +36,8 @@ from deid.secret import pseudonym_key
 TITLE = "LDA (longitudinal ICD-age trajectories)"
 PARAMS = {
     # the form's one weight: w_Age = 1 - w_ICD (Definition 4's pair summing to 1)
-    **form.params("lda", ["k", "w_icd", "alignment", "icd_domain", "seed"],
+    **form.params("lda", ["k", "w_icd", "alignment", "icd_domain", "member_weighted",
+                          "refine_rounds", "seed"],
                   limits={"w_icd": {"maximum": 1}}),
     "lda_codes": {"type": "array", "items": {"type": "string",
                                              "pattern": CATEGORY_PATTERN},
@@ -59,7 +63,8 @@ def _pairs(run, params) -> pd.DataFrame:
 
         prefix = category(claims["code"], params.get("code_system", "icd9cm"))
         claims = claims[prefix.isin(categories)]
-    return claims.rename(columns={"age_at_service": "age"}).reset_index(drop=True)
+    pairs = claims.rename(columns={"age_at_service": "age"})
+    return pairs.drop_duplicates(["patient_id", "code", "age"]).reset_index(drop=True)
 
 
 def _lda(pairs: pd.DataFrame, params):
@@ -68,7 +73,9 @@ def _lda(pairs: pd.DataFrame, params):
     return lda(pairs, LDAConfig(
         k=params["k"], w_icd=params["w_icd"], w_age=1 - params["w_icd"],
         alignment=params["alignment"], seed=params["seed"],
-        icd_domain=params.get("icd_domain", "data"), pseudonym_key=pseudonym_key(),
+        icd_domain=params.get("icd_domain", "data"),
+        member_weighted=params.get("member_weighted", False),
+        refine_rounds=params.get("refine_rounds", 0), pseudonym_key=pseudonym_key(),
         code_system=params.get("code_system", "icd9cm")))
 
 

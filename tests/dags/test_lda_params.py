@@ -1,0 +1,63 @@
+"""LDA's release step: the pairs it anonymizes are each patient's distinct
+(code, age) pairs (docs/methods/lda.md#longitudinal-trajectories), and the
+opt-in deviations declared in LDAConfig reach the method from a release file."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from deid import staging
+from deid.methods import check_params
+from deid.methods import lda as method
+
+BASE = {"k": 2, "seed": 1, "w_icd": 0.5, "alignment": "a-gs"}
+
+
+class _Run:
+    def __init__(self, folder):
+        self.folder = folder
+
+    def path(self, name):
+        return self.folder / name
+
+
+def _claims(tmp_path) -> _Run:
+    rows = [("a", "4011", 67), ("a", "4011", 67), ("a", "4011", 68), ("a", "25000", 67),
+            ("b", "4011", 70), ("b", "4011", 70), ("b", "7245", 70)]
+    pd.DataFrame(rows, columns=["patient_id", "code", "age_at_service"]).to_parquet(
+        tmp_path / staging.CLAIMS)
+    return _Run(tmp_path)
+
+
+def test_a_code_billed_twice_at_one_age_is_one_pair(tmp_path):
+    pairs = method._pairs(_claims(tmp_path), {})
+    assert sorted(map(tuple, pairs[["patient_id", "code", "age"]].to_numpy().tolist())) == [
+        ("a", "25000", 67), ("a", "4011", 67), ("a", "4011", 68),
+        ("b", "4011", 70), ("b", "7245", 70)]
+    kept = method._pairs(_claims(tmp_path), {"lda_codes": ["401"]})
+    assert set(kept["code"]) == {"4011"} and len(kept) == 3
+
+
+def test_the_deviations_are_release_parameters_checked_before_a_run():
+    for name in ("member_weighted", "refine_rounds"):
+        assert name in method.PARAMS, name
+    check_params("lda", {**BASE, "member_weighted": True, "refine_rounds": 2})
+    with pytest.raises(ValueError, match="refine_rounds"):
+        check_params("lda", {**BASE, "refine_rounds": -1})
+
+
+def test_the_method_gets_the_deviations(monkeypatch, tmp_path):
+    seen = {}
+
+    def spy(pairs, config):
+        seen["config"] = config
+        raise RuntimeError("stop")
+    monkeypatch.setattr(method, "pseudonym_key", lambda: b"k" * 32)
+    monkeypatch.setattr("anonymizers.longitudinal.lda", spy)
+    pairs = method._pairs(_claims(tmp_path), {})
+    with pytest.raises(RuntimeError, match="stop"):
+        method._lda(pairs, {**BASE, "member_weighted": True, "refine_rounds": 3})
+    assert seen["config"].member_weighted and seen["config"].refine_rounds == 3
+    with pytest.raises(RuntimeError, match="stop"):
+        method._lda(pairs, BASE)
+    assert not seen["config"].member_weighted and seen["config"].refine_rounds == 0
