@@ -10,10 +10,12 @@ Cohorts:
    codes, CMS's OTHER/XX000 placeholders dropped), age in whole years at
    CLM_FROM_DT (CLM_THRU_DT when empty) from the earliest summary file's
    BENE_BIRTH_DT; no service date (pairs of one age ordered by code).
-   Three code selections, 5-digit codes kept as CMS writes them:
+   Four code selections, the first three with 5-digit codes as CMS writes them:
    ``synpuf_release`` the release's ``lda_codes`` (releases/lda_trajectories.yaml),
    ``synpuf_d4`` the thesis' D_4 categories (250, 272, 401, 724; IV.4.1),
-   ``synpuf_d50`` the 50 codes held by the most patients (D_50's rule).
+   ``synpuf_d50`` the 50 codes held by the most patients (D_50's rule),
+   ``synpuf_d4_categories`` the D_4 codes cut to their 3-digit category, as
+   the thesis built D_4 ("D_4^Pop consists of 3-digit ICD codes", IV.4.4).
 2. ``d50_synthetic``: a D_50^Pop-like cohort from the claims generator
    (``SyntheticConfig(n_members=1,200, seed=2011, claims_per_member=12)``
    -> ``synthetic_views.trajectories``, 50 codes, about 9.32 pairs per
@@ -129,14 +131,18 @@ def synpuf_pairs(limit: int | None = None, per_claim: bool = False) -> pd.DataFr
 
 
 def synpuf_cohorts(pairs: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The three code selections of the module doc (with service dates)."""
+    """The four code selections of the module doc (with service dates)."""
     cats = pairs["code"].map(category)
     release = yaml.safe_load(RELEASE.read_text())["params"]["lda_codes"]
     held = pairs.drop_duplicates(["patient_id", "code"])["code"].value_counts(sort=False)
     top50 = held.sort_index().sort_values(ascending=False, kind="stable").index[:50]
     pick = {"synpuf_release": cats.isin(release), "synpuf_d4": cats.isin(D4_CATEGORIES),
             "synpuf_d50": pairs["code"].isin(top50)}
-    return {name: pairs[mask].reset_index(drop=True) for name, mask in pick.items()}
+    out = {name: pairs[mask].reset_index(drop=True) for name, mask in pick.items()}
+    d4 = pairs[cats.isin(D4_CATEGORIES)].assign(code=cats[cats.isin(D4_CATEGORIES)])
+    out["synpuf_d4_categories"] = (d4.drop_duplicates(["patient_id", "code", "age"])
+                                   .reset_index(drop=True))
+    return out
 
 
 def describe(pairs: pd.DataFrame) -> dict:
@@ -227,6 +233,8 @@ def figures(small: bool = False) -> dict:
         per_claim = synpuf_cohorts(synpuf_pairs(limit=limit, per_claim=True))
         for name, pairs in synpuf_cohorts(synpuf_pairs(limit=limit)).items():
             out[name] = cohort(pairs, deviations=True)
+            if name == "synpuf_d4_categories":  # distinct by construction
+                continue
             plain = per_claim[name].drop(columns="service_date")
             out[name]["readings"]["per_claim_pairs"] = {
                 "data": describe(per_claim[name]),

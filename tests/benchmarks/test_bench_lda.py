@@ -42,7 +42,7 @@ def test_small_benchmark_runs_and_verifies(record):
 
 @pytest.mark.datasets
 def test_small_benchmark_on_synpuf(record, datasets_dir):
-    for name in ("synpuf_release", "synpuf_d4", "synpuf_d50"):
+    for name in ("synpuf_release", "synpuf_d4", "synpuf_d50", "synpuf_d4_categories"):
         syn = record["figures"][name]
         assert syn["data"]["patients"] > 10
         assert syn["a-gs"]["verifier_ok"] and syn["baseline"]["verifier_ok"]
@@ -68,6 +68,9 @@ def test_synpuf_pairs_follow_the_extract(datasets_dir):
     assert list(pairs.columns) == ["patient_id", "code", "age", "service_date"]
     cohorts = bench_lda.synpuf_cohorts(pairs)
     assert set(cohorts["synpuf_d4"]["code"].str[:3]) <= set(bench_lda.D4_CATEGORIES)
+    cats = cohorts["synpuf_d4_categories"]
+    assert set(cats["code"]) <= set(bench_lda.D4_CATEGORIES)
+    assert not cats.duplicated(["patient_id", "code", "age"]).any()
 
 
 def test_kept_bound_on_a_small_example():
