@@ -15,6 +15,11 @@ icd10cm): codes are normalised and validated against it before LDA runs
 ``--drop-unknown``), and LDA generalizes them through its tree.  An optional
 ``code_version`` column gives each row's system as CCW's flag ('9', '0');
 ``--mixed`` refuses or maps rows of the other system (``anonymizers.io.clean_codes``).
+
+The CSV's rows are the trajectories' pairs as given (a multiset); the
+pipeline's release step gives each patient's distinct (code, age) pairs
+(docs/methods/lda.md#longitudinal-trajectories), so to get the pipeline's
+release from the same claims, drop repeated (patient_id, code, age) rows first.
 """
 
 from __future__ import annotations
