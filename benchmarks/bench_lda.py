@@ -139,7 +139,7 @@ def synpuf_cohorts(pairs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     pick = {"synpuf_release": cats.isin(release), "synpuf_d4": cats.isin(D4_CATEGORIES),
             "synpuf_d50": pairs["code"].isin(top50)}
     out = {name: pairs[mask].reset_index(drop=True) for name, mask in pick.items()}
-    d4 = pairs[cats.isin(D4_CATEGORIES)].assign(code=cats[cats.isin(D4_CATEGORIES)])
+    d4 = pairs[pick["synpuf_d4"]].assign(code=cats[pick["synpuf_d4"]])
     out["synpuf_d4_categories"] = (d4.drop_duplicates(["patient_id", "code", "age"])
                                    .reset_index(drop=True))
     return out
