@@ -24,7 +24,13 @@ import json
 import sys
 from pathlib import Path
 
-from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
+from anonymizers.cli.options import (
+    add_config_options,
+    add_pseudonym_key_option,
+    add_verify_option,
+    config_from_args,
+    pseudonym_key,
+)
 from anonymizers.dummies import DummyConfig, NoReleaseError, generate_dummies, persist
 from anonymizers.errors import InputError
 from anonymizers.io import read_json, read_table
@@ -46,12 +52,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--state", default=None,
                         help="private state folder to write for the next release")
     add_config_options(parser, DummyConfig)
+    add_pseudonym_key_option(parser)
     add_verify_option(parser)
 
 
 def run(args) -> int:
     _check_state_options(args)
-    config = config_from_args(DummyConfig, args)
+    key = pseudonym_key(args)
+    config = config_from_args(DummyConfig, args, pseudonym_key=key.key)
     df = read_table(args.input, ["patient_id", "code"])
     previous = persist.read_state(args.previous_state) if args.previous_state else None
     if args.clusters is not None:
@@ -68,7 +76,8 @@ def run(args) -> int:
         return 2
     verdict = verify_dummies(df, result.released, result.dummy_map, clusters,
                              args.min_anonymity_set) if args.verify else None
-    print(json.dumps({"metrics": {**result.metrics, "seed": config.seed},
+    print(json.dumps({"metrics": {**result.metrics, "seed": config.seed,
+                                  "pseudonyms": key.drawn},
                       "verdict": None if verdict is None else verdict.as_dict()}, indent=1))
     if verdict is not None and not verdict.ok:
         print("error: the release failed verification; nothing was written", file=sys.stderr)

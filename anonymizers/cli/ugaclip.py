@@ -13,8 +13,10 @@ import sys
 
 from anonymizers.cli.options import (
     add_config_options,
+    add_pseudonym_key_option,
     add_verify_option,
     config_from_args,
+    pseudonym_key,
 )
 from anonymizers.errors import ParameterError
 from anonymizers.io import (
@@ -43,12 +45,15 @@ def add_arguments(parser) -> None:
                         help="remove dots from the utility policy's codes (493.00 -> 49300)")
     parser.add_argument("--input", required=True, help="CSV: patient_id,code")
     parser.add_argument("--output", required=True, help="release JSON to write")
+    add_pseudonym_key_option(parser)
     add_verify_option(parser)
     add_code_system_arguments(parser)
 
 
 def run(args) -> int:
-    config = config_from_args(UGACLIPConfig, args, code_system=args.code_system)
+    key = pseudonym_key(args)
+    config = config_from_args(UGACLIPConfig, args, code_system=args.code_system,
+                              pseudonym_key=key.key)
     policy = policy_from_dict(read_json(args.privacy_policy), source=str(args.privacy_policy))
     if config.k > policy.k:
         raise ParameterError("k", f"the privacy policy was extracted with k={policy.k}, so it "
@@ -61,7 +66,8 @@ def run(args) -> int:
     utility = _utility_policy(args, df["code"].unique())
     result = ugaclip(df, policy.constraints, utility, config, source=str(args.input))
     release = result.to_dict()
-    release["metrics"].update(seed=config.seed, **clean.metrics(args.code_system))
+    release["metrics"].update(seed=config.seed, pseudonyms=key.drawn,
+                              **clean.metrics(args.code_system))
     if args.verify:
         verdict = verify_release(df, release, policy.constraints, config.k)
         if not verdict.ok:
