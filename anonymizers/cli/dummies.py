@@ -2,7 +2,10 @@
 
 Reads ``patient_id,code`` rows and the clusters JSON of ``cluster-codes``;
 writes the release (``patient_id,code`` under fresh pseudonyms) and the
-private map (``pseudonym,is_dummy,source_patient_id``).  The independent
+private map (``pseudonym,is_dummy,source_patient_id``).  The pseudonyms are
+drawn under the key of ``--pseudonym-key-file`` or under a fresh key nobody
+keeps (``anonymizers.cli.options``; the metrics' ``pseudonyms`` says which),
+not from ``--seed``.  The independent
 verifier checks the release first (``--no-verify`` skips it): when it fails,
 nothing is written and the exit status is 1.  Metrics (with the seed) and
 the verdict are printed as JSON.  An
@@ -15,7 +18,10 @@ DIR`` starts or continues a release lineage and writes its new state to DIR;
 dummies over and, without ``--clusters``, keeps its clusters.  The state
 (``state.json``: version, generation, clusters; ``dummies.csv``: dummy_id,
 source_patient_id, source_digest, born, code) is private like the dummy map:
-it names real patients and links dummies across releases.
+it names real patients and links dummies across releases.  With ``--state``
+the key draws the generation's random choices too (``persist.run_seed``), so
+a lineage run is drawn again only with the same ``--pseudonym-key-file``;
+without one it cannot be drawn again at all.
 """
 
 from __future__ import annotations

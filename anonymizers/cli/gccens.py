@@ -2,8 +2,10 @@
 
 Reads the sample and the population as CSV (``patient_id,code``, one row per
 occurrence, or with a ``count`` column), writes the release as JSON with fresh
-pseudonyms drawn from ``--seed`` (recorded in its metrics), after the
-independent verifier has passed it (``--no-verify`` skips it).  The key linking
+pseudonyms, after the independent verifier has passed it (``--no-verify``
+skips it).  The pseudonyms are drawn under the key of ``--pseudonym-key-file``
+or under a fresh key nobody keeps (``anonymizers.cli.options``; the metrics'
+``pseudonyms`` says which), not from ``--seed`` (recorded in the metrics).  The key linking
 pseudonyms to source ids is written only if ``--key`` asks for it: it is
 identifying and must never be released.
 

@@ -27,10 +27,14 @@ Output: ``DIR/members.csv`` and ``DIR/claims.csv`` (the release),
 ``DIR/metrics.json`` (the method's record, which the verifier reads: chosen
 node, policy version, truncation threshold); a JSON report ``{"seed",
 "metrics", "verdict", "files"}`` on stdout.  ``--key`` writes the pseudonym
--> source member id key (identifying: never release it).
+-> source member id key (identifying: never release it).  The member
+pseudonyms are drawn under the key of ``--pseudonym-key-file`` or under a
+fresh key nobody keeps (``anonymizers.cli.options``; the metrics'
+``pseudonyms`` says which), not from the seed.
 
 Seed: ``--seed`` is required, as by every command that draws random numbers
-(``anonymizers.cli.options``), and recorded in the metrics and the report.
+(``anonymizers.cli.options``), and recorded in the metrics and the report;
+it draws the risk experiment, not the pseudonyms.
 The method's options come from ``HHPConfig``'s declaration.  The release is
 verified by ``anonymizers.verify.claims`` unless ``--no-verify``; a release
 that fails it is not written (exit 1).  A release that would keep no member

@@ -2,8 +2,11 @@
 
 Writes ``{"k": K, "records": [{"patient_id": ..., "trajectory": [[code, age], ...]}],
 "metrics": {...}}``.  Patient ids in the output are fresh pseudonyms drawn
-from ``--seed`` (recorded in ``metrics``); the map back to the input ids is
-written only if ``--map`` names a file (keep it private).  The independent
+under the key of ``--pseudonym-key-file``, or under a fresh key nobody keeps
+(``anonymizers.cli.options``; ``metrics["pseudonyms"]`` says which), not
+from ``--seed``, which draws the clustering and is recorded in ``metrics``;
+the map back to the input ids is written only if ``--map`` names a file
+(keep it private).  The independent
 verifier re-checks the release before anything is written (``--no-verify``
 skips it); a failed check writes nothing (exit 1).  An input that cannot give a release
 keeping anything (no patient, fewer than k, or only ``('*', '*')`` pairs)

@@ -3,8 +3,12 @@
 Input CSV ``patient_id,code``; a privacy policy JSON written by ``ppe``; a
 utility policy given as a JSON file or a bundled name (``pnas2010``,
 ``pnas2010-k5``, ...).  Output JSON ``{"k", "items", "suppressed", "records",
-"metrics"}`` with fresh pseudonyms drawn from ``--seed`` (recorded in ``metrics``) as patient ids.  The release is
-re-checked by the independent verifier first; a failed check writes nothing.
+"metrics"}`` with fresh pseudonyms as patient ids, drawn under the key of
+``--pseudonym-key-file`` or under a fresh key nobody keeps
+(``anonymizers.cli.options``; ``metrics["pseudonyms"]`` says which);
+``--seed`` (recorded in ``metrics``) draws the rest (the local search, the
+relative-error queries).  The release is re-checked by the independent
+verifier first; a failed check writes nothing.
 """
 
 from __future__ import annotations
