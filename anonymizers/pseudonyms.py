@@ -8,9 +8,17 @@ source record.  Drawn from the recorded seed alone, anyone who knows the seed
 (it is in the release's audit row and its release file) and holds the source
 data (an insider; anyone, for a public source such as DE-SynPUF) can replay
 the method and draw it.  So a deployment draws it from ``keyed``: a
-generator seeded by HMAC-SHA256 of its secret key (the token key), the seed
-and the stream name, reproducible only by the key's holders.  Without a key
-(the command line) the seed's own generator is used.
+generator seeded by HMAC-SHA256 of its secret key (a subkey of the token
+key), the seed and the stream name, reproducible only by the key's holders.
+The command line keys it too (``anonymizers.cli.options``): with the key of
+``--pseudonym-key-file``, or else with a fresh random key that is never
+written, so that no one, the operator included, can draw it again.
+
+``generator`` falls back to the caller's own generator only when it is given
+no key (or no seed): a library caller that passes ``pseudonym_key=None``
+with a seed gets pseudonyms that anyone holding the seed can replay.  The
+keyed stream is separate from the method's: a key changes the pseudonyms,
+never the rest of the release.
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 Reads ``patient_id,code`` rows and the clusters JSON of ``cluster-codes``;
 writes the release (``patient_id,code`` under fresh pseudonyms) and the
-private map (``pseudonym,is_dummy,source_patient_id``).  The independent
+private map (``pseudonym,is_dummy,source_patient_id``).  The pseudonyms are
+drawn under the key of ``--pseudonym-key-file`` or under a fresh key nobody
+keeps (``anonymizers.cli.options``; the metrics' ``pseudonyms`` says which),
+not from ``--seed``.  The independent
 verifier checks the release first (``--no-verify`` skips it): when it fails,
 nothing is written and the exit status is 1.  Metrics (with the seed) and
 the verdict are printed as JSON.  An
@@ -15,7 +18,10 @@ DIR`` starts or continues a release lineage and writes its new state to DIR;
 dummies over and, without ``--clusters``, keeps its clusters.  The state
 (``state.json``: version, generation, clusters; ``dummies.csv``: dummy_id,
 source_patient_id, source_digest, born, code) is private like the dummy map:
-it names real patients and links dummies across releases.
+it names real patients and links dummies across releases.  With ``--state``
+the key draws the generation's random choices too (``persist.run_seed``), so
+a lineage run is drawn again only with the same ``--pseudonym-key-file``;
+without one it cannot be drawn again at all.
 """
 
 from __future__ import annotations
@@ -24,7 +30,13 @@ import json
 import sys
 from pathlib import Path
 
-from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
+from anonymizers.cli.options import (
+    add_config_options,
+    add_pseudonym_key_option,
+    add_verify_option,
+    config_from_args,
+    pseudonym_key,
+)
 from anonymizers.dummies import DummyConfig, NoReleaseError, generate_dummies, persist
 from anonymizers.errors import InputError
 from anonymizers.io import read_json, read_table
@@ -46,12 +58,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--state", default=None,
                         help="private state folder to write for the next release")
     add_config_options(parser, DummyConfig)
+    add_pseudonym_key_option(parser)
     add_verify_option(parser)
 
 
 def run(args) -> int:
     _check_state_options(args)
-    config = config_from_args(DummyConfig, args)
+    key = pseudonym_key(args)
+    config = config_from_args(DummyConfig, args, pseudonym_key=key.key)
     df = read_table(args.input, ["patient_id", "code"])
     previous = persist.read_state(args.previous_state) if args.previous_state else None
     if args.clusters is not None:
@@ -68,7 +82,8 @@ def run(args) -> int:
         return 2
     verdict = verify_dummies(df, result.released, result.dummy_map, clusters,
                              args.min_anonymity_set) if args.verify else None
-    print(json.dumps({"metrics": {**result.metrics, "seed": config.seed},
+    print(json.dumps({"metrics": {**result.metrics, "seed": config.seed,
+                                  "pseudonyms": key.drawn},
                       "verdict": None if verdict is None else verdict.as_dict()}, indent=1))
     if verdict is not None and not verdict.ok:
         print("error: the release failed verification; nothing was written", file=sys.stderr)

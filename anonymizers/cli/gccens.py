@@ -2,8 +2,10 @@
 
 Reads the sample and the population as CSV (``patient_id,code``, one row per
 occurrence, or with a ``count`` column), writes the release as JSON with fresh
-pseudonyms drawn from ``--seed`` (recorded in its metrics), after the
-independent verifier has passed it (``--no-verify`` skips it).  The key linking
+pseudonyms, after the independent verifier has passed it (``--no-verify``
+skips it).  The pseudonyms are drawn under the key of ``--pseudonym-key-file``
+or under a fresh key nobody keeps (``anonymizers.cli.options``; the metrics'
+``pseudonyms`` says which), not from ``--seed`` (recorded in the metrics).  The key linking
 pseudonyms to source ids is written only if ``--key`` asks for it: it is
 identifying and must never be released.
 
@@ -20,10 +22,22 @@ import argparse
 import sys
 
 from anonymizers.censoring import GCCensConfig, gccens, release_document
-from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
+from anonymizers.cli.options import (
+    add_config_options,
+    add_pseudonym_key_option,
+    add_verify_option,
+    config_from_args,
+    pseudonym_key,
+)
 from anonymizers.errors import InputError
-from anonymizers.io import (CODE_VERSION, add_code_system_arguments, clean_codes, read_json,
-                            read_table, write_json)
+from anonymizers.io import (
+    CODE_VERSION,
+    add_code_system_arguments,
+    clean_codes,
+    read_json,
+    read_table,
+    write_json,
+)
 from anonymizers.verify.censoring import verify_gccens
 
 COLUMNS = ["patient_id", "code"]
@@ -43,14 +57,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", metavar="CSV", default=None,
                         help="also write the pseudonym -> source id key here "
                              "(identifying: never release it)")
+    add_pseudonym_key_option(parser)
     add_verify_option(parser)
     add_code_system_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    pseudonyms = pseudonym_key(args)
     sample, sample_codes = _read(args.input, args)
     population, population_codes = _read(args.population, args)
-    config = config_from_args(GCCensConfig, args, caps=_caps(args))
+    config = config_from_args(GCCensConfig, args, caps=_caps(args),
+                              pseudonym_key=pseudonyms.key)
     result, key = gccens(sample, population, config)
     verdict = verify_gccens(result.patients, result.records, key, sample, population,
                             config.k, result.final_caps) if args.verify else None
@@ -61,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     document = release_document(result)
     document["metrics"].update({"code_system": args.code_system,
                                 "sample_codes": sample_codes, "population_codes": population_codes,
-                                "seed": config.seed})
+                                "seed": config.seed, "pseudonyms": pseudonyms.drawn})
     document["verification"] = None if verdict is None else verdict.as_dict()
     write_json(document, args.output)
     if args.key:

@@ -27,10 +27,14 @@ Output: ``DIR/members.csv`` and ``DIR/claims.csv`` (the release),
 ``DIR/metrics.json`` (the method's record, which the verifier reads: chosen
 node, policy version, truncation threshold); a JSON report ``{"seed",
 "metrics", "verdict", "files"}`` on stdout.  ``--key`` writes the pseudonym
--> source member id key (identifying: never release it).
+-> source member id key (identifying: never release it).  The member
+pseudonyms are drawn under the key of ``--pseudonym-key-file`` or under a
+fresh key nobody keeps (``anonymizers.cli.options``; the metrics'
+``pseudonyms`` says which), not from the seed.
 
 Seed: ``--seed`` is required, as by every command that draws random numbers
-(``anonymizers.cli.options``), and recorded in the metrics and the report.
+(``anonymizers.cli.options``), and recorded in the metrics and the report;
+it draws the risk experiment, not the pseudonyms.
 The method's options come from ``HHPConfig``'s declaration.  The release is
 verified by ``anonymizers.verify.claims`` unless ``--no-verify``; a release
 that fails it is not written (exit 1).  A release that would keep no member
@@ -53,7 +57,13 @@ import pandas as pd
 from anonymizers.claims import HHPConfig, hhp_release
 from anonymizers.claims.inputs import OPTIONAL, _dates, _sex
 from anonymizers.claims.policy import DEFAULT_POLICY
-from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
+from anonymizers.cli.options import (
+    add_config_options,
+    add_pseudonym_key_option,
+    add_verify_option,
+    config_from_args,
+    pseudonym_key,
+)
 from anonymizers.errors import InputError
 from anonymizers.io import read_table, write_json
 from anonymizers.verify.claims import verify_hhp
@@ -81,16 +91,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", metavar="CSV", default=None,
                         help="also write the pseudonym -> source member id key here "
                              "(identifying: never release it)")
+    add_pseudonym_key_option(parser)
     add_verify_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     out = _output_dir(args.output_dir)
     policy = _policy(args.screening_policy)
-    config = _config(args, policy)
+    key = pseudonym_key(args)
+    config = _config(args, policy, key.key)
     with _no_values(args.claims):
         claims = read_claims(args.members, args.claims)
         result = hhp_release(claims, config)
+    result.metrics["pseudonyms"] = key.drawn
     if len(result.members) == 0 or len(result.claims) == 0:
         raise InputError(str(args.claims), "the release would keep no member or no claim "
                          f"(screening removed {result.metrics['members_removed_by_screening']}"
@@ -177,8 +190,8 @@ def _no_values(claims_path):
         raise InputError(source, problem, exc.row, exc.field) from None
 
 
-def _config(args, policy_path: str) -> HHPConfig:
-    return config_from_args(HHPConfig, args, policy_path=policy_path)
+def _config(args, policy_path: str, key: bytes) -> HHPConfig:
+    return config_from_args(HHPConfig, args, policy_path=policy_path, pseudonym_key=key)
 
 
 def _policy(value: str) -> str:

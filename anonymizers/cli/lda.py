@@ -2,8 +2,11 @@
 
 Writes ``{"k": K, "records": [{"patient_id": ..., "trajectory": [[code, age], ...]}],
 "metrics": {...}}``.  Patient ids in the output are fresh pseudonyms drawn
-from ``--seed`` (recorded in ``metrics``); the map back to the input ids is
-written only if ``--map`` names a file (keep it private).  The independent
+under the key of ``--pseudonym-key-file``, or under a fresh key nobody keeps
+(``anonymizers.cli.options``; ``metrics["pseudonyms"]`` says which), not
+from ``--seed``, which draws the clustering and is recorded in ``metrics``;
+the map back to the input ids is written only if ``--map`` names a file
+(keep it private).  The independent
 verifier re-checks the release before anything is written (``--no-verify``
 skips it); a failed check writes nothing (exit 1).  An input that cannot give a release
 keeping anything (no patient, fewer than k, or only ``('*', '*')`` pairs)
@@ -28,9 +31,20 @@ import sys
 
 import pandas as pd
 
-from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
-from anonymizers.io import (CODE_VERSION, add_code_system_arguments, clean_codes, read_table,
-                            write_json)
+from anonymizers.cli.options import (
+    add_config_options,
+    add_pseudonym_key_option,
+    add_verify_option,
+    config_from_args,
+    pseudonym_key,
+)
+from anonymizers.io import (
+    CODE_VERSION,
+    add_code_system_arguments,
+    clean_codes,
+    read_table,
+    write_json,
+)
 from anonymizers.longitudinal import LDAConfig, lda
 from anonymizers.longitudinal.framework import NothingToRelease
 from anonymizers.longitudinal.trajectories import OPTIONAL, REQUIRED
@@ -43,22 +57,25 @@ def add_arguments(parser) -> None:
     parser.add_argument("--output", required=True, help="release JSON to write")
     parser.add_argument("--map", default=None,
                         help="optional CSV for the pseudonym -> patient_id map (private)")
+    add_pseudonym_key_option(parser)
     add_verify_option(parser)
 
 
 def run(args) -> int:
+    key = pseudonym_key(args)
     source = str(args.input)
     clean = clean_codes(read_table(args.input, REQUIRED, OPTIONAL + [CODE_VERSION]), source,
                         args.code_system, args.drop_unknown, args.mixed, args.gem)
     pairs = clean.table
-    config = config_from_args(LDAConfig, args, code_system=args.code_system)
+    config = config_from_args(LDAConfig, args, code_system=args.code_system,
+                              pseudonym_key=key.key)
     try:
         result = lda(pairs, config, source=source)
     except NothingToRelease as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result.metrics.update(clean.metrics(args.code_system))
-    result.metrics["seed"] = config.seed
+    result.metrics.update(seed=config.seed, pseudonyms=key.drawn)
     if args.verify:
         from anonymizers.verify.longitudinal import verify_lda
         verdict = verify_lda(result.records, result.pseudonym_map, pairs, config.k,

@@ -14,14 +14,32 @@ Conventions every command follows (``python -m anonymizers --help``):
   skips it (not for releases).  ``--verify`` is still accepted, as a no-op.
 - **Defaults** come from the config: an option not given is not passed, so
   the config's default applies (shown in ``--help``).
+- **Pseudonyms**: a command that writes pseudonymous ids (lda, ugaclip,
+  gccens, hhp, dummies) takes ``--pseudonym-key-file PATH`` and draws the
+  pseudonym permutation from ``anonymizers.pseudonyms.keyed`` under that
+  key.  Without it the command draws a fresh key (``os.urandom(32)``) that is
+  never written anywhere, so nobody (not even the operator) can draw the
+  permutation again; the seed, which the metrics record, draws the rest of
+  the release.  The metrics say which (``"pseudonyms"``: ``KEYED`` or
+  ``FRESH``), never the key.  See ``read_key_file`` for the file's format.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import stat
+import sys
 
 from anonymizers.declare import declared, describe_range
+from anonymizers.errors import InputError
+
+KEY_OPTION = "--pseudonym-key-file"
+KEYED = f"keyed ({KEY_OPTION})"
+FRESH = "fresh key, not replayable"
+FRESH_KEY_BYTES = 32
+SHORT_KEY_BYTES = 16  # below this a key can be guessed, and the permutation replayed
 
 
 def add_config_options(parser: argparse.ArgumentParser, config_class, skip=()) -> None:
@@ -61,6 +79,73 @@ def add_verify_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-verify", dest="verify", action="store_false", default=True,
                         help="skip the independent verifier (faster; not for releases)")
     parser.add_argument("--verify", dest="verify", action="store_true", help=argparse.SUPPRESS)
+
+
+def add_pseudonym_key_option(parser: argparse.ArgumentParser) -> None:
+    """``--pseudonym-key-file PATH`` (see the module doc)."""
+    parser.add_argument(KEY_OPTION, dest="pseudonym_key_file", metavar="PATH", default=None,
+                        help="file holding the secret key of the pseudonym permutation "
+                             "(keep it private, mode 600): the same key and seed draw the "
+                             "same pseudonyms again.  Default: a fresh random key, never "
+                             "written, so the pseudonyms cannot be drawn again")
+
+
+@dataclasses.dataclass(frozen=True)
+class PseudonymKey:
+    """The key a command draws its pseudonyms with, and how the metrics
+    describe it (``drawn``: ``KEYED`` or ``FRESH``; never the key)."""
+
+    key: bytes = dataclasses.field(repr=False)
+    drawn: str
+
+
+def pseudonym_key(args: argparse.Namespace) -> PseudonymKey:
+    """The key of ``--pseudonym-key-file``, or a fresh one nobody keeps.
+
+    Call it before any work: a key file that cannot be used is an InputError
+    (exit 2, nothing written)."""
+    path = getattr(args, "pseudonym_key_file", None)
+    if path is None:
+        return PseudonymKey(fresh_key(), FRESH)
+    return PseudonymKey(read_key_file(path), KEYED)
+
+
+def fresh_key() -> bytes:
+    """A key nobody holds: it lives in this process only."""
+    return os.urandom(FRESH_KEY_BYTES)
+
+
+def read_key_file(path) -> bytes:
+    """The key in ``path``: its bytes as they are (text or binary), less one
+    trailing newline (``\\n`` or ``\\r\\n``, as ``echo`` or an editor
+    leaves), so ``openssl rand -hex 32 > key`` gives the 64 hex characters as
+    the key.  It is used as given, not derived as the deployment derives its
+    key from ``deid_token_key``: the two do not draw the same pseudonyms.
+
+    Missing, unreadable or empty: InputError naming the option and the path,
+    never the content.  Readable or writable by group or others: one warning
+    line, not a refusal (unlike ssh), because the key file may be shared on
+    purpose by a release team's group, and a file system without POSIX
+    modes reports every file so; the warning says how to close it.  A key
+    shorter than ``SHORT_KEY_BYTES`` is also warned about."""
+    where = f"{KEY_OPTION} {path}"
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+            mode = os.fstat(f.fileno()).st_mode
+    except OSError as exc:
+        raise InputError(where, f"cannot be read ({exc.strerror or type(exc).__name__})") \
+            from None
+    key = data[:-2] if data.endswith(b"\r\n") else data[:-1] if data.endswith(b"\n") else data
+    if not key:
+        raise InputError(where, "is empty: it must hold the secret key of the pseudonyms")
+    if stat.S_IMODE(mode) & 0o077:
+        print(f"warning: {where}: group or others can access the key "
+              f"(mode {stat.S_IMODE(mode):o}); run chmod 600 on it", file=sys.stderr)
+    if len(key) < SHORT_KEY_BYTES:
+        print(f"warning: {where}: the key has fewer than {SHORT_KEY_BYTES} bytes and can be "
+              f"guessed; use e.g. openssl rand -hex 32", file=sys.stderr)
+    return key
 
 
 def _help(f: dataclasses.Field, spec) -> str:

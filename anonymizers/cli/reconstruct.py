@@ -1,7 +1,10 @@
 """``python -m anonymizers reconstruct``: draw one dataset from a
 disassociated release (Fig. 5 of Loukides et al. 2014) as ``patient_id,code``.
 The seed and the rules used are printed (a reconstruction has no guarantee
-of its own to verify: it is drawn from a verified release)."""
+of its own to verify: it is drawn from a verified release).  Its record ids
+are drawn from the seed and need no key: they name records drawn from the
+release, which holds no source id, so replaying them maps back to no
+patient."""
 
 from __future__ import annotations
 

@@ -3,8 +3,12 @@
 Input CSV ``patient_id,code``; a privacy policy JSON written by ``ppe``; a
 utility policy given as a JSON file or a bundled name (``pnas2010``,
 ``pnas2010-k5``, ...).  Output JSON ``{"k", "items", "suppressed", "records",
-"metrics"}`` with fresh pseudonyms drawn from ``--seed`` (recorded in ``metrics``) as patient ids.  The release is
-re-checked by the independent verifier first; a failed check writes nothing.
+"metrics"}`` with fresh pseudonyms as patient ids, drawn under the key of
+``--pseudonym-key-file`` or under a fresh key nobody keeps
+(``anonymizers.cli.options``; ``metrics["pseudonyms"]`` says which);
+``--seed`` (recorded in ``metrics``) draws the rest (the local search, the
+relative-error queries).  The release is re-checked by the independent
+verifier first; a failed check writes nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import sys
 
 from anonymizers.cli.options import (
     add_config_options,
+    add_pseudonym_key_option,
     add_verify_option,
     config_from_args,
+    pseudonym_key,
 )
 from anonymizers.errors import ParameterError
 from anonymizers.io import (
@@ -43,12 +49,15 @@ def add_arguments(parser) -> None:
                         help="remove dots from the utility policy's codes (493.00 -> 49300)")
     parser.add_argument("--input", required=True, help="CSV: patient_id,code")
     parser.add_argument("--output", required=True, help="release JSON to write")
+    add_pseudonym_key_option(parser)
     add_verify_option(parser)
     add_code_system_arguments(parser)
 
 
 def run(args) -> int:
-    config = config_from_args(UGACLIPConfig, args, code_system=args.code_system)
+    key = pseudonym_key(args)
+    config = config_from_args(UGACLIPConfig, args, code_system=args.code_system,
+                              pseudonym_key=key.key)
     policy = policy_from_dict(read_json(args.privacy_policy), source=str(args.privacy_policy))
     if config.k > policy.k:
         raise ParameterError("k", f"the privacy policy was extracted with k={policy.k}, so it "
@@ -61,7 +70,8 @@ def run(args) -> int:
     utility = _utility_policy(args, df["code"].unique())
     result = ugaclip(df, policy.constraints, utility, config, source=str(args.input))
     release = result.to_dict()
-    release["metrics"].update(seed=config.seed, **clean.metrics(args.code_system))
+    release["metrics"].update(seed=config.seed, pseudonyms=key.drawn,
+                              **clean.metrics(args.code_system))
     if args.verify:
         verdict = verify_release(df, release, policy.constraints, config.k)
         if not verdict.ok:

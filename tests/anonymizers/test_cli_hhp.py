@@ -23,6 +23,7 @@ SEED = 11
 # small risk experiment so that a run takes seconds; the same in CLI and library
 FAST = {"sample_size": 300, "ci_halfwidth": 0.02, "max_evaluations": 15}
 FAST_ARGS = ["--sample-size", "300", "--ci-halfwidth", "0.02", "--max-evaluations", "15"]
+KEY = b"test_cli_hhp pseudonym key of 32 bytes"  # the run's key file, the library's key
 
 
 def synpuf_tables(n_members: int = 200, seed: int = 5, code_system: str = "icd9cm"):
@@ -83,10 +84,13 @@ def run(tables, tmp_path_factory):
     """One CLI run, its exit status, stdout report and files."""
     folder = tmp_path_factory.mktemp("hhp")
     members, claims = write(folder, *tables)
+    (folder / "pseudonym.key").write_bytes(KEY)
+    (folder / "pseudonym.key").chmod(0o600)
     buffer = io.StringIO()
     with redirect_stdout(buffer):
         rc = hhp(members, claims, folder / "release", "--seed", str(SEED),
-                 "--key", str(folder / "key.csv"), *FAST_ARGS)
+                 "--key", str(folder / "key.csv"), *FAST_ARGS,
+                 "--pseudonym-key-file", str(folder / "pseudonym.key"))
     return rc, json.loads(buffer.getvalue()), folder
 
 
@@ -99,6 +103,7 @@ def test_release_is_written_and_verifies_independently(tables, run):
     assert rc == 0
     assert report["seed"] == SEED == report["metrics"]["seed"]
     assert report["verdict"]["ok"] and report["metrics"]["policy_version"] == "hhp-2012-v1"
+    assert report["metrics"]["pseudonyms"] == "keyed (--pseudonym-key-file)"
     release = folder / "release"
     members, claims = read(release / "members.csv"), read(release / "claims.csv")
     metrics = json.loads((release / "metrics.json").read_text())
@@ -113,7 +118,7 @@ def test_release_is_written_and_verifies_independently(tables, run):
 
 def test_cli_release_equals_library(tables, run):
     _, report, folder = run
-    lib = hhp_release(library_input(*tables), HHPConfig(seed=SEED, **FAST))
+    lib = hhp_release(library_input(*tables), HHPConfig(seed=SEED, pseudonym_key=KEY, **FAST))
     release = folder / "release"
     pd.testing.assert_frame_equal(read(release / "members.csv"), lib.members.astype(str))
     pd.testing.assert_frame_equal(read(release / "claims.csv"), lib.claims.astype(str))

@@ -1,7 +1,10 @@
 """Every method command writes what the library gives for the config its
 options describe: the options derived from the config declaration
 (``anonymizers.cli.options``) reach the method unchanged, and a default left
-out on the command line is the config's default.  (HHP: test_cli_hhp.)"""
+out on the command line is the config's default.  The commands that draw
+pseudonyms are given a key file here and the library the same key, so that
+their pseudonyms compare too (without one they are drawn under a fresh key:
+test_cli_pseudonyms).  (HHP: test_cli_hhp.)"""
 
 from __future__ import annotations
 
@@ -14,12 +17,19 @@ from anonymizers.__main__ import main
 from anonymizers.censoring import GCCensConfig, gccens, release_document
 from anonymizers.disassociation import Disassociated, DisassociationConfig, disassociate
 from anonymizers.disassociation.reconstruct import reconstruct
-from anonymizers.dummies import ClusterConfig, DummyConfig, cluster_codes, generate_dummies
+from anonymizers.dummies import (
+    ClusterConfig,
+    DummyConfig,
+    cluster_codes,
+    generate_dummies,
+)
 from anonymizers.io import read_table
 from anonymizers.longitudinal import LDAConfig, lda
 from anonymizers.ppe import PPEConfig, extract_policy
 from anonymizers.synthetic import SyntheticConfig, generate
 from anonymizers.ugaclip import UGACLIPConfig, load_utility_policy, ugaclip
+
+KEY = b"test_cli_library pseudonym key, 32+ bytes"
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +54,8 @@ def files(tmp_path_factory):
     for code in sorted(records["code"].unique()):
         groups.setdefault(code[:2], []).append(code)
     (d / "utility.json").write_text(json.dumps(list(groups.values())))
+    (d / "pseudonym.key").write_bytes(KEY + b"\n")
+    (d / "pseudonym.key").chmod(0o600)
     return d
 
 
@@ -65,12 +77,14 @@ def test_ppe_and_ugaclip(files):
     assert written["constraints"] == policy.to_dict()["constraints"]
     run("ugaclip", "--k", "3", "--seed", "4", "--re-queries", "20", "--re-query-sizes", "1,3",
         "--privacy-policy", d / "policy.json", "--utility-policy", d / "utility.json",
-        "--input", d / "records.csv", "--output", d / "ugaclip.json")
-    config = UGACLIPConfig(k=3, seed=4, re_queries=20, re_query_sizes=(1, 3))
+        "--input", d / "records.csv", "--output", d / "ugaclip.json",
+        "--pseudonym-key-file", d / "pseudonym.key")
+    config = UGACLIPConfig(k=3, seed=4, re_queries=20, re_query_sizes=(1, 3), pseudonym_key=KEY)
     lib = ugaclip(read(d / "records.csv"), policy.constraints,
                   load_utility_policy(str(d / "utility.json")), config).to_dict()
     cli = json.loads((d / "ugaclip.json").read_text())
     assert cli["metrics"].pop("seed") == 4
+    assert cli["metrics"].pop("pseudonyms") == "keyed (--pseudonym-key-file)"
     assert cli["metrics"].pop("code_system") == "icd9cm"
     assert cli["metrics"].pop("rows_dropped_unknown_code") == 0
     assert cli["metrics"].pop("rows_mapped_to_code_system") == 0
@@ -98,9 +112,10 @@ def test_disassociate_and_reconstruct(files):
 def test_gccens(files):
     d = files
     run("gccens", "--k", "2", "--cap", "2", "--seed", "3", "--population", d / "records.csv",
-        "--input", d / "sample.csv", "--output", d / "gccens.json")
+        "--input", d / "sample.csv", "--output", d / "gccens.json",
+        "--pseudonym-key-file", d / "pseudonym.key")
     result, _ = gccens(read(d / "sample.csv"), read(d / "records.csv"),
-                       GCCensConfig(k=2, caps=2, seed=3))
+                       GCCensConfig(k=2, caps=2, seed=3, pseudonym_key=KEY))
     cli, lib = json.loads((d / "gccens.json").read_text()), release_document(result)
     assert cli["metrics"]["seed"] == 3
     assert cli["records"] == lib["records"] and cli["final_caps"] == lib["final_caps"]
@@ -109,9 +124,10 @@ def test_gccens(files):
 def test_lda(files):
     d = files
     run("lda", "--k", "3", "--seed", "6", "--alignment", "baseline", "--input",
-        d / "pairs.csv", "--output", d / "lda.json", "--map", d / "map.csv")
+        d / "pairs.csv", "--output", d / "lda.json", "--map", d / "map.csv",
+        "--pseudonym-key-file", d / "pseudonym.key")
     pairs = read_table(d / "pairs.csv", ["patient_id", "code", "age"])
-    result = lda(pairs, LDAConfig(k=3, seed=6, alignment="baseline"))
+    result = lda(pairs, LDAConfig(k=3, seed=6, alignment="baseline", pseudonym_key=KEY))
     cli = json.loads((d / "lda.json").read_text())
     assert cli["metrics"]["seed"] == 6 and cli["metrics"]["alignment"] == "baseline"
     released = pd.DataFrame([(r["patient_id"], str(c), str(a)) for r in cli["records"]
@@ -132,8 +148,8 @@ def test_cluster_codes_and_dummies(files):
         json.loads(json.dumps(clusters))
     run("dummies", "--clusters", d / "clusters.json", "--seed", "9", "--repair-passes", "5",
         "--input", d / "records.csv", "--output", d / "released.csv",
-        "--dummy-map", d / "map.csv")
-    lib = generate_dummies(read(d / "records.csv"), clusters, DummyConfig(seed=9,
-                                                                          repair_passes=5))
+        "--dummy-map", d / "map.csv", "--pseudonym-key-file", d / "pseudonym.key")
+    lib = generate_dummies(read(d / "records.csv"), clusters,
+                           DummyConfig(seed=9, repair_passes=5, pseudonym_key=KEY))
     pd.testing.assert_frame_equal(read(d / "released.csv"),
                                   lib.released.astype(str).reset_index(drop=True))
