@@ -19,12 +19,16 @@ with ``age``; for ``hhp`` the ``claims``) or a mapping of named inputs:
 code lists) and ``utility_policy`` (a bundled name, a ``UtilityPolicy`` or
 code lists); ``gccens`` the ``population``; ``medco`` the ``clusters`` (code
 lists, or the Release of ``medco_clusters``).  A config whose seed is None
-gets one drawn here, so that every release records the seed it used.
+gets one drawn here, so that every release records the seed it used; a
+config that draws pseudonyms without a ``pseudonym_key`` gets a fresh one
+that is never stored (``_keyed``), so the recorded seed does not map the
+release back to patients.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -55,8 +59,11 @@ class Method:
         """The release of ``inputs``; verified unless ``verify=False``, and a
         failed verdict raises ``VerificationFailed`` (no release returned)."""
         inputs, config = _inputs(inputs), _seeded(config)
+        config, pseudonyms = _keyed(config)
         tables, private, metrics, result = self.make(inputs, config)
         seed = getattr(config, "seed", None)
+        if pseudonyms is not None:
+            metrics = {**metrics, "pseudonyms": pseudonyms}
         release = Release(self.name, tables, {**metrics, "seed": seed}, None, config,
                           private, result)
         if not verify:
@@ -87,6 +94,19 @@ def _seeded(config):
     if getattr(config, "seed", 0) is not None:
         return config
     return dataclasses.replace(config, seed=int(np.random.SeedSequence().generate_state(1)[0]))
+
+
+def _keyed(config):
+    """``config`` and how its pseudonyms are drawn (None: it draws none).
+    Without a ``pseudonym_key`` the permutation would follow from the seed
+    recorded in the metrics, and whoever holds the seed and the source could
+    replay it and map the release back to patients (anonymizers.pseudonyms):
+    such a config gets a fresh key that is never stored, so nobody can."""
+    if not hasattr(config, "pseudonym_key"):
+        return config, None
+    if config.pseudonym_key is not None:
+        return config, "keyed (pseudonym_key)"
+    return dataclasses.replace(config, pseudonym_key=os.urandom(32)), "fresh key, not replayable"
 
 
 def _codes_table(sets, name: str) -> pd.DataFrame:

@@ -16,6 +16,7 @@ import anonymizers
 from anonymizers import api
 from anonymizers.release import Release, VerificationFailed
 
+KEY = b"api-test-key-0123456789abcdef"  # the same key both sides: equal pseudonyms
 CODES = ["250", "401", "493", "714", "272", "428", "414", "530"]
 
 
@@ -57,8 +58,8 @@ def test_ppe_and_ugaclip_match_the_library(df):
     assert ppe.verdict.ok and ppe.metrics["seed"] is None  # PPE draws no random number
     utility = [CODES[:4], CODES[4:]]
     uga = api.method("ugaclip").run({"records": df, "privacy_policy": ppe,
-                                     "utility_policy": utility}, UGACLIPConfig(k=3, seed=5))
-    lib = ugaclip(df, policy, utility, UGACLIPConfig(k=3, seed=5))
+                                     "utility_policy": utility}, UGACLIPConfig(k=3, seed=5, pseudonym_key=KEY))
+    lib = ugaclip(df, policy, utility, UGACLIPConfig(k=3, seed=5, pseudonym_key=KEY))
     assert _sets(uga.tables["items"], "item") == lib.items
     assert uga.tables["suppressed"]["code"].tolist() == lib.suppressed
     assert uga.tables["patients"]["patient_id"].tolist() == list(lib.patients)
@@ -81,10 +82,10 @@ def test_gccens_matches_the_library_and_records_a_drawn_seed(df):
 
     population = pd.concat([df, df.assign(patient_id=df["patient_id"] + "x")])
     inputs = {"records": df, "population": population}
-    release = anonymizers.run("gccens", inputs, GCCensConfig(k=2, seed=None))
+    release = anonymizers.run("gccens", inputs, GCCensConfig(k=2, seed=None, pseudonym_key=KEY))
     seed = release.metrics["seed"]
     assert isinstance(seed, int) and release.config.seed == seed
-    result, key = gccens(df, population, GCCensConfig(k=2, seed=seed))
+    result, key = gccens(df, population, GCCensConfig(k=2, seed=seed, pseudonym_key=KEY))
     _same(release.tables, {"records": result.records,
                            "patients": pd.DataFrame({"patient_id": result.patients})})
     _same(release.private, {"key": key})
@@ -95,8 +96,8 @@ def test_lda_matches_the_library(df):
     from anonymizers.longitudinal import LDAConfig, lda
 
     pairs = df.assign(code=df["code"] + ".0", age=40 + df.index % 7)
-    release = anonymizers.run("lda", pairs, LDAConfig(k=3, seed=2))
-    result = lda(pairs, LDAConfig(k=3, seed=2))
+    release = anonymizers.run("lda", pairs, LDAConfig(k=3, seed=2, pseudonym_key=KEY))
+    result = lda(pairs, LDAConfig(k=3, seed=2, pseudonym_key=KEY))
     _same(release.tables, {"records": result.records,
                            "patients": pd.DataFrame({"patient_id": result.patients})})
     _same(release.private, {"pseudonym_map": result.pseudonym_map})
@@ -111,8 +112,8 @@ def test_medco_cluster_step_and_dummies_match_the_library(df):
     assert _sets(clusters.tables["clusters"], "cluster") == [tuple(c) for c in lib_clusters]
     assert clusters.verdict.ok
     release = anonymizers.run("medco", {"records": df, "clusters": clusters},
-                              DummyConfig(seed=4))
-    result = generate_dummies(df, lib_clusters, DummyConfig(seed=4))
+                              DummyConfig(seed=4, pseudonym_key=KEY))
+    result = generate_dummies(df, lib_clusters, DummyConfig(seed=4, pseudonym_key=KEY))
     _same(release.tables, {"records": result.released})
     _same(release.private, {"dummy_map": result.dummy_map})
     assert release.verdict.ok and release.metrics["seed"] == 4
@@ -122,7 +123,7 @@ def test_hhp_matches_the_library_and_its_plan_gives_the_same_release(claims):
     from anonymizers.claims import HHPConfig, hhp_release
     from anonymizers.claims.release import finish, search_parts
 
-    config = HHPConfig(seed=7, sample_size=300, max_evaluations=15)
+    config = HHPConfig(seed=7, sample_size=300, max_evaluations=15, pseudonym_key=KEY)
     release = anonymizers.run("hhp", claims, config)
     result = hhp_release(claims, config)
     _same(release.tables, {"members": result.members, "claims": result.claims})
@@ -134,6 +135,31 @@ def test_hhp_matches_the_library_and_its_plan_gives_the_same_release(claims):
     found = [r for step in steps.steps for r in search_parts(steps.state, config, step["parts"])]
     planned = finish(steps.state, config, found, 0.0)
     _same(release.tables, {"members": planned.members, "claims": planned.claims})
+
+
+def test_without_a_key_the_recorded_seed_does_not_replay_the_pseudonyms(df):
+    """A config with no pseudonym_key gets a fresh, unkept one: the release
+    says so, its content is the seed's, and drawing the pseudonyms from the
+    recorded seed (what happened before) does not give them back."""
+    from anonymizers.longitudinal import LDAConfig, lda
+
+    pairs = df.assign(code=df["code"] + ".0", age=40 + df.index % 7)
+    one, two = (anonymizers.run("lda", pairs, LDAConfig(k=3, seed=2)) for _ in range(2))
+    assert one.metrics["pseudonyms"] == "fresh key, not replayable"
+    replay = lda(pairs, LDAConfig(k=3, seed=one.metrics["seed"]))
+    assert not one.private["pseudonym_map"].equals(replay.pseudonym_map)
+    assert not one.private["pseudonym_map"].equals(two.private["pseudonym_map"])
+
+    def content(release):
+        link = release.private["pseudonym_map"].set_index("pseudonym")["patient_id"]
+        records = release.tables["records"]
+        return records.assign(patient_id=records["patient_id"].map(link)).sort_values(
+            list(records.columns)).reset_index(drop=True)
+
+    assert_frame_equal(content(one), content(two))
+    keyed = anonymizers.run("lda", pairs, LDAConfig(k=3, seed=2, pseudonym_key=KEY))
+    assert keyed.metrics["pseudonyms"] == "keyed (pseudonym_key)"
+    assert "pseudonyms" not in anonymizers.run("ppe", df, anonymizers.config("ppe", k=3)).metrics
 
 
 def test_the_disassociation_plan_gives_the_same_release(df):
