@@ -63,6 +63,7 @@ released below the root (a suppressed pair counts as not kept).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -162,7 +163,7 @@ def figures() -> dict:
 
 SYSTEMS = ("icd9cm", "icd10cm")
 CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "ugaclip_clinical", "ugaclip_planned",
-         "ugaclip_realised",
+         "ugaclip_realised", "ugaclip_realised_nodes",
          "disassociation", "gccens", "medco", "hhp")
 UTILITY_WITHIN = 0.2  # issue 27: utility within 20% of the same data in ICD-9
 
@@ -240,12 +241,14 @@ def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> d
 
 def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
                 plan_seconds: float = 0.0, plan_weights: str = "codes",
-                realise_plan: bool = False) -> dict:
+                realise_plan: bool = False, **plan_budget) -> dict:
     """PPE (single-visit, k) then UGACLIP with the level-``level`` policy of
     ``system`` and its tree, on ``load``'s data mapped (``ugaclip_inputs``);
     each checked by its verifier.  ``plan_seconds``: UGACLIP guided by its
     suppression plan computed in that time (``UGACLIPConfig``'s
-    ``plan_seconds, plan_weights, realise_plan``)."""
+    ``plan_seconds, plan_weights, realise_plan``); ``plan_budget``: its
+    ``plan_nodes, plan_rounds``.  ``release_sha256`` is the digest of the
+    release file's JSON, to compare runs."""
     from anonymizers.hierarchy import for_system
     from anonymizers.ugaclip import UGACLIPConfig, ugaclip
     from anonymizers.verify.ppe import verify_policy
@@ -255,11 +258,17 @@ def ppe_ugaclip(load, categories: bool, level, system: str, small: bool,
     policy, patients, utility = x["policy"], x["patients"], x["utility"]
     ppe_ok = verify_policy(x["df"], policy, K, "single-visit").ok
     config = UGACLIPConfig(K, seed=bu.SEED, plan_seconds=plan_seconds,
-                           plan_weights=plan_weights, realise_plan=realise_plan)
+                           plan_weights=plan_weights, realise_plan=realise_plan, **plan_budget)
     tree = for_system(system)
-    fig = bu.method_figures("UGACLIP", lambda: ugaclip(patients, policy, utility, config,
-                                                       hierarchy=tree),
-                            patients, policy)
+    made = []
+
+    def anonymize():
+        made.append(ugaclip(patients, policy, utility, config, hierarchy=tree))
+        return made[-1]
+    fig = bu.method_figures("UGACLIP", anonymize, patients, policy)
+    if made:
+        fig["release_sha256"] = hashlib.sha256(json.dumps(
+            made[0].to_dict(), sort_keys=True, default=str).encode()).hexdigest()
     fig["kept_occurrences_pct"] = round(
         100.0 * (1 - fig["suppressed_occurrences"] / len(patients)), 2)
     fig["kept_codes_pct"] = round(100.0 * (1 - fig["suppressed_codes_share"]), 2)
@@ -308,6 +317,24 @@ def case_ugaclip_realised(system: str, small: bool) -> dict:
     return {f"synpuf_single-visit_realised_{w}": ppe_ugaclip(
                 bu.load_synpuf, False, 1, system, small, PLAN_SECONDS, w, realise_plan=True)
             for w in ("codes", "occurrences")} | {"plan_seconds": PLAN_SECONDS}
+
+
+# the deterministic budget of case ugaclip_realised_nodes (docs/methods/ugaclip.md#ugaclip-plan):
+# HiGHS nodes per covering round, rounds at most; chosen to take about PLAN_SECONDS here
+PLAN_NODES, PLAN_ROUNDS = 1, 8
+
+
+def case_ugaclip_realised_nodes(system: str, small: bool) -> dict:
+    """As case ``ugaclip_realised`` with the occurrence plan, its MILP limited
+    by work (``plan_nodes``, ``plan_rounds``) instead of wall-clock time: the
+    release depends on the input and settings only, so two runs must give
+    the same ``release_sha256``."""
+    from benchmarks import bench_ugaclip as bu
+
+    budget = {"plan_nodes": PLAN_NODES, "plan_rounds": PLAN_ROUNDS}
+    return {"synpuf_single-visit_realised_nodes": ppe_ugaclip(
+                bu.load_synpuf, False, 1, system, small, 0.0, "occurrences",
+                realise_plan=True, **budget)} | budget
 
 
 CCS = DATASETS / "icd9" / "CCS-SingleDiagnosisGrouper.txt.gz"
@@ -618,6 +645,15 @@ HEADLINES = (
      "synpuf_single-visit_realised_occurrences.ugaclip.kept_codes_pct", True, None, None),
     ("ugaclip_realised", "the same release: utility constraints satisfied %",
      "synpuf_single-visit_realised_occurrences.ugaclip.utility_satisfied_pct", True, None, None),
+    ("ugaclip_realised_nodes", "UGACLIP DE-SynPUF level-1, realising its occurrence plan "
+     "under the node budget: occurrences kept %",
+     "synpuf_single-visit_realised_nodes.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_realised_nodes.ugaclip.seconds",
+     "synpuf_single-visit_realised_nodes.ugaclip.verifier_ok"),
+    ("ugaclip_realised_nodes", "the same release: distinct codes kept %",
+     "synpuf_single-visit_realised_nodes.ugaclip.kept_codes_pct", True, None, None),
+    ("ugaclip_realised_nodes", "the same release: utility constraints satisfied %",
+     "synpuf_single-visit_realised_nodes.ugaclip.utility_satisfied_pct", True, None, None),
     ("ugaclip_clinical", "UGACLIP DE-SynPUF, CCS / CCSR policy: occurrences kept %",
      "synpuf_single-visit_clinical.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_clinical.ugaclip.seconds",

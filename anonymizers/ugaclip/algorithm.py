@@ -33,8 +33,9 @@ def ugaclip(df: pd.DataFrame, privacy_policy, utility_policy, config: UGACLIPCon
     ``hierarchy`` gives the semantic weight (default: the tree of
     ``config.code_system``).  Line 17 may be guided by a suppression plan
     (docs/methods/ugaclip.md#ugaclip-plan): ``plan`` (codes) as given, or
-    computed in ``config.plan_seconds`` (0: no plan, Algorithm 2's own pick)
-    to suppress fewest ``config.plan_weights``.  ``config.realise_plan``
+    computed within ``config.plan_seconds`` and/or the deterministic budget
+    ``config.plan_nodes`` x ``config.plan_rounds`` (both 0: no plan,
+    Algorithm 2's own pick) to suppress fewest ``config.plan_weights``.  ``config.realise_plan``
     (opt-in, a deviation from Algorithm 2) suppresses the plan before line 1
     instead of only guiding line 17 (docs/methods/ugaclip.md#ugaclip-realise).
     """
@@ -47,9 +48,10 @@ def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
     """Encode, run ``kind`` (``Run`` or a baseline of ``baselines``), build the
     release.  A release that would keep no code at all is refused: it would
     look like a success and carry nothing."""
-    plan_seconds, realise_plan = config.plan_seconds, config.realise_plan
-    if realise_plan and plan is None and not plan_seconds > 0:
-        raise ParameterError("realise_plan", "needs a plan: give plan or plan_seconds > 0")
+    planned = config.plan_seconds > 0 or config.plan_nodes > 0
+    if config.realise_plan and plan is None and not planned:
+        raise ParameterError("realise_plan", "needs a plan: give plan, plan_seconds > 0 "
+                             "or plan_nodes > 0")
     records = _encode(df, source)
     constraints = [list(c) for c in getattr(privacy_policy, "constraints", privacy_policy)]
     if not isinstance(utility_policy, UtilityPolicy):
@@ -58,15 +60,16 @@ def run_method(kind, df, privacy_policy, utility_policy, config: UGACLIPConfig,
                               config.unplaced_weight)
     run = kind(records, constraints, utility_policy, config.k, weights)
     run.search_moves, run.search_seed = config.search_moves, config.seed
-    if plan_seconds > 0 and plan is None:
+    if planned and plan is None:
         run.plan_info = suppression_plan(records, constraints, utility_policy.constraints,
-                                         config.k, plan_seconds,
-                                         weigh_occurrences=config.plan_weights == "occurrences")
+                                         config.k, config.plan_seconds,
+                                         weigh_occurrences=config.plan_weights == "occurrences",
+                                         nodes=config.plan_nodes, rounds=config.plan_rounds)
         plan = records.codes[run.plan_info["codes"]]
     if plan is not None:
         index = {c: i for i, c in enumerate(records.codes)}
         run.plan[[index[c] for c in plan if c in index]] = True
-    run.realise = realise_plan
+    run.realise = config.realise_plan
     run.execute()
     if records.n_codes and run.state.suppressed[:records.n_codes].all():
         raise InputError(source, f"with k={config.k} every one of the {records.n_codes} codes "

@@ -101,19 +101,26 @@ class _GroupBits:
         return sorted(keep)
 
 
-def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
+def relaxed_min_suppression(problem: Problem, time_limit: float | None = 300.0,
                             max_rounds: int = 200, shrink: bool = False,
-                            round_limit: float | None = None) -> dict:
+                            round_limit: float | None = None,
+                            node_limit: int | None = None) -> dict:
     """Lower bound on |S| from relaxation (R) (docs/methods/ugaclip.md#ugaclip-bound), or, with
     ``shrink``, from (R) strengthened by shrink cuts (``_shrink_cuts``), added
     once no (R) cut is violated.
 
     Each round solves the covering MILP over the cuts so far (at most
-    ``round_limit`` seconds); a round stopped by the limit gives HiGHS's dual
+    ``round_limit`` seconds and ``node_limit`` branch-and-bound nodes; None:
+    no such limit); a round stopped by a limit gives HiGHS's dual
     bound and its incumbent is separated next, so every round's figure is a
-    bound and ``bound`` is the largest.  Returns ``{"bound", "optimal",
+    bound and ``bound`` is the largest.  No round starts once ``time_limit``
+    seconds have passed (None: the loop ends only on ``max_rounds`` or when
+    no cut is violated).  Returns ``{"bound", "optimal",
     "rounds", "cuts", "seconds", "shrink_cuts", "history", "relaxed",
-    "suppressed"}`` (``history``: per round, seconds, cuts so far, the round's
+    "suppressed", "incumbent", "timed_out"}`` (``timed_out``: a wall-clock
+    limit stopped a round or the loop, so the result depends on the host's
+    speed; without it the result is a function of the problem and the
+    limits of rounds and nodes; ``history``: per round, seconds, cuts so far, the round's
     bound and whether its MILP was solved to optimality; ``relaxed``: with
     ``shrink``, (R)'s figure when its cuts ran out, None if they never did): ``bound`` is a valid lower
     bound on the suppressed codes of every release respecting the utility
@@ -132,6 +139,7 @@ def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
     chosen = np.zeros(problem.matrix.shape[1], dtype=bool)
     best, optimal, solved, rounds, history = 0, False, True, 0, []
     relaxed = None  # (R)'s figure, once its cuts are exhausted
+    timed_out = False
     while rounds < max_rounds:
         new = _violated_cuts(parts, chosen, gb, k, seen)
         if not new and shrink:
@@ -142,11 +150,12 @@ def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
             break
         cuts += new
         rounds += 1
-        left = time_limit - (time.perf_counter() - t0)
-        if left <= 0:
+        limit = _round_seconds(time_limit, round_limit, time.perf_counter() - t0)
+        if limit is not None and limit <= 0:
+            timed_out = True
             break
-        value, x, solved = _solve_cover(parts, cuts, problem.cost(),
-                                        min(left, round_limit or left))
+        value, x, solved, stopped = _solve_cover(parts, cuts, problem.cost(), limit, node_limit)
+        timed_out = timed_out or stopped
         best = max(best, value)
         history.append((round(time.perf_counter() - t0, 1), len(cuts), int(value), solved))
         if x is None:
@@ -156,7 +165,16 @@ def relaxed_min_suppression(problem: Problem, time_limit: float = 300.0,
             "seconds": round(time.perf_counter() - t0, 3), "shrink_cuts": shrink,
             "history": history, "relaxed": relaxed,
             "suppressed": np.flatnonzero(chosen).tolist() if optimal else None,
-            "incumbent": np.flatnonzero(chosen).tolist()}
+            "incumbent": np.flatnonzero(chosen).tolist(), "timed_out": timed_out}
+
+
+def _round_seconds(time_limit, round_limit, elapsed: float) -> float | None:
+    """Seconds the next round may take: what is left of ``time_limit``, at
+    most ``round_limit``; None when neither is set."""
+    left = None if time_limit is None else time_limit - elapsed
+    if round_limit is None:
+        return left
+    return round_limit if left is None else min(left, round_limit)
 
 
 def _parts(p: list, group: np.ndarray) -> dict:
@@ -255,11 +273,15 @@ def _minimal_codes(bits: _CodeBits, groups: list, chosen: np.ndarray, k: int) ->
     return tuple(sorted(keep))
 
 
-def _solve_cover(parts, cuts, weights, time_limit):
+def _solve_cover(parts, cuts, weights, time_limit, node_limit=None):
     """min sum w x s.t. every cut (p, M, C) has some g in M with p ∩ g ⊆ S or
     some code of C kept: sum_M y[p, g] - sum_C x[c] >= 1 - |C|.
     y[p, g] (continuous) <= x[c] for c in p ∩ g stands for "p ∩ g suppressed"
-    where p ∩ g has several codes; a single code uses x[c] itself."""
+    where p ∩ g has several codes; a single code uses x[c] itself.  HiGHS
+    stops after ``time_limit`` seconds (at least 1; None: never) or
+    ``node_limit`` branch-and-bound nodes (None: none); returns the dual
+    bound, the incumbent (None if none was found), whether the MILP was
+    solved, and whether the time limit stopped it."""
     n_codes = len(weights)
     yvar: dict[tuple, int] = {}
     rows, cols, vals, lo = [], [], [], []
@@ -295,15 +317,18 @@ def _solve_cover(parts, cuts, weights, time_limit):
     lb, ub = np.array(lo).T
     cost = np.r_[weights, np.zeros(n_vars - n_codes)]
     integrality = np.r_[np.ones(n_codes), np.zeros(n_vars - n_codes)]
+    options = {} if time_limit is None else {"time_limit": max(time_limit, 1.0)}
+    if node_limit is not None:
+        options["node_limit"] = int(node_limit)
     res = milp(cost, constraints=LinearConstraint(a, lb, ub), integrality=integrality,
-               bounds=Bounds(0, 1), options={"time_limit": max(time_limit, 1.0)})
+               bounds=Bounds(0, 1), options=options)
     solved = res.status == 0
     # the dual bound, not the incumbent, even when "solved": HiGHS stops at a
     # relative gap of 1e-4, so the incumbent may exceed the optimum
     dual = getattr(res, "mip_dual_bound", None)
     value = int(np.ceil((dual or 0) - 1e-6))
     x = None if res.x is None else np.round(res.x[:n_codes]).astype(bool)
-    return value, x, solved
+    return value, x, solved, "Time limit reached" in res.message
 
 
 def feasible(problem: Problem, suppressed) -> bool:

@@ -30,10 +30,24 @@ class UGACLIPConfig:
                               "seeded by ``seed``); 0 skips it.")
     plan_seconds: float = param(0.0, kind="number", minimum=0,
                                 doc="Seconds of the bound's cutting-plane MILP that computes a "
-                                "suppression plan (anonymizers.ugaclip.plan) guiding line 17; 0: "
-                                "no plan, Algorithm 2's own pick.  The MILP stops on wall-clock "
-                                "time, so a release with a plan depends on the host's speed; the "
-                                "plan's size and bound are in metrics['plan'].")
+                                "suppression plan (anonymizers.ugaclip.plan) guiding line 17; 0 "
+                                "(and plan_nodes 0): no plan, Algorithm 2's own pick.  Alone it "
+                                "stops the MILP on wall-clock time, so the release depends on "
+                                "the host's speed; with plan_nodes > 0 it is only a safety cap "
+                                "on the plan's whole time (metrics['plan']['deterministic'] is "
+                                "false when it bound).  The plan's size and bound are in "
+                                "metrics['plan'] (docs/methods/ugaclip.md#ugaclip-plan).")
+    plan_nodes: int = param(0, kind="int", minimum=0,
+                            doc="A deterministic budget for the plan: HiGHS branch-and-bound "
+                            "nodes per round of the plan's cutting-plane MILP (at most "
+                            "plan_rounds rounds), so that the plan, and the release, depend "
+                            "only on the input and the settings, not on the host; > 0 computes "
+                            "a plan even with plan_seconds 0 (then no wall-clock limit at "
+                            "all).  0: the plan, if any, is limited by plan_seconds alone.")
+    plan_rounds: int = param(200, kind="int", minimum=1,
+                             doc="Rounds of the plan's cutting-plane MILP at most (each adds "
+                             "the cuts its incumbent violates and solves again); with "
+                             "plan_nodes, the other half of the deterministic budget.")
     plan_weights: str = param("codes", kind="str", choices=("codes", "occurrences"),
                               doc="What the plan suppresses fewest of: distinct codes (Fig. S1B) "
                               "or their occurrences in the records (Fig. S1A).")
@@ -41,7 +55,7 @@ class UGACLIPConfig:
                                doc="Suppress the plan before Algorithm 2 instead of only guiding "
                                "line 17 (opt-in deviation, docs/methods/ugaclip.md#ugaclip-realise): "
                                "the release then suppresses no more codes or occurrences than "
-                               "the plan.  Needs plan_seconds > 0.")
+                               "the plan.  Needs plan_seconds > 0 or plan_nodes > 0.")
     re_query_sizes: tuple = param((1, 2), kind="int_list", minimum=1,
                                   doc="Sizes q of the COUNT queries (q codes each) whose "
                                   "relative error is reported.")

@@ -8,24 +8,41 @@ from collections import deque
 
 import numpy as np
 
+from anonymizers.errors import ParameterError
 from anonymizers.ugaclip.bound import (Problem, _CodeBits, _drop_columns, _group_members,
                                        _GroupBits, build_problem, relaxed_min_suppression)
 
 ROUND_SECONDS = 20.0  # per covering MILP round, as the benchmark's bound (ugaclip.md)
+ROUNDS = 200  # rounds of the cutting-plane loop at most, as the bound's default
 
 
-def suppression_plan(records, constraints, utility_groups, k: int, seconds: float,
-                     weigh_occurrences: bool = False) -> dict:
-    """The plan (code indices of ``records``) from ``seconds`` of the bound's
-    cutting-plane loop, repaired to feasibility; also the bound it proved
-    (``bound``, a valid lower bound on any release's suppressed codes, or
-    with ``weigh_occurrences`` on its suppressed occurrences, the measure the
+def suppression_plan(records, constraints, utility_groups, k: int, seconds: float = 0.0,
+                     weigh_occurrences: bool = False, nodes: int = 0,
+                     rounds: int = ROUNDS) -> dict:
+    """The plan (code indices of ``records``) from the bound's cutting-plane
+    loop, repaired to feasibility; also the bound it proved (``bound``, a
+    valid lower bound on any release's suppressed codes, or with
+    ``weigh_occurrences`` on its suppressed occurrences, the measure the
     MILP then minimises: Fig. S1A's rather than S1B's), the sizes before and
-    after repair, and the weights' name (``weights``)."""
+    after repair, the weights' name (``weights``) and the budget.
+
+    The loop's work (docs/methods/ugaclip.md#ugaclip-plan): at most
+    ``rounds`` rounds; with ``nodes`` > 0 each round's MILP stops after
+    ``nodes`` branch-and-bound nodes, and ``seconds`` (if > 0) only caps the
+    whole loop's wall-clock time; with ``nodes`` = 0 the loop stops after
+    ``seconds`` and each round after ``ROUND_SECONDS`` (the wall-clock
+    budget).  ``deterministic`` says whether no wall-clock limit stopped the
+    loop or a round: then the plan is a function of the input and the
+    settings alone."""
+    if not (seconds > 0 or nodes > 0):
+        raise ParameterError("plan_seconds", "a plan needs a budget: plan_seconds > 0 "
+                             "or plan_nodes > 0")
     problem = build_problem(records, constraints, utility_groups, k,
                             weigh_occurrences=weigh_occurrences)
-    run = relaxed_min_suppression(problem, time_limit=seconds, shrink=True,
-                                  round_limit=min(ROUND_SECONDS, seconds))
+    limits = ({"round_limit": None, "node_limit": nodes} if nodes > 0
+              else {"round_limit": min(ROUND_SECONDS, seconds), "node_limit": None})
+    run = relaxed_min_suppression(problem, time_limit=seconds if seconds > 0 else None,
+                                  max_rounds=rounds, shrink=True, **limits)
     chosen = np.zeros(problem.matrix.shape[1], dtype=bool)
     chosen[run["incumbent"]] = True
     before = int(chosen.sum())
@@ -34,7 +51,9 @@ def suppression_plan(records, constraints, utility_groups, k: int, seconds: floa
             "incumbent": before, "repaired": int(plan.sum()), "rounds": run["rounds"],
             "bound_optimal": run["optimal"],
             "weights": "occurrences" if weigh_occurrences else "codes",
-            "cost": float(problem.cost()[plan].sum())}
+            "cost": float(problem.cost()[plan].sum()),
+            "budget": {"seconds": float(seconds), "nodes": int(nodes), "rounds": int(rounds)},
+            "deterministic": not run["timed_out"]}  # no timings: a release is its input's
 
 
 def repair(problem: Problem, chosen: np.ndarray) -> np.ndarray:

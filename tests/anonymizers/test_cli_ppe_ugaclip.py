@@ -144,3 +144,19 @@ def test_ugaclip_realises_an_occurrence_plan_from_the_command_line(files, capsys
     assert main(base) == 1
     err = capsys.readouterr().err
     assert "realise_plan" in err and "Traceback" not in err
+
+
+def test_ugaclip_node_budget_from_the_command_line_writes_the_same_file(files):
+    """--plan-nodes/--plan-rounds come from UGACLIPConfig's declaration; the
+    release file with that budget is byte for byte the same on a second run."""
+    tmp, claims, records, utility = files
+    policy, out = tmp / "policy.json", tmp / "out.json"
+    assert main(["ppe", "--k", "2", "--input", str(claims), "--output", str(policy)]) == 0
+    args = ["ugaclip", "--k", "2", "--privacy-policy", str(policy), "--utility-policy",
+            str(utility), "--input", str(records), "--output", str(out), "--seed", "0",
+            "--realise-plan", "--plan-nodes", "1", "--plan-rounds", "4"]
+    assert main(args) == 0
+    first = out.read_text()
+    plan = json.loads(first)["metrics"]["plan"]
+    assert plan["deterministic"] and plan["budget"] == {"seconds": 0.0, "nodes": 1, "rounds": 4}
+    assert main(args) == 0 and out.read_text() == first
