@@ -24,6 +24,7 @@ def test_realising_a_plan_without_time_to_make_it_is_refused():
     with pytest.raises(ValueError, match="plan_weights"):
         check_params("ugaclip", {**BASE, "plan_weights": "rows"})
     check_params("ugaclip", {**BASE, "realise_plan": True, "plan_seconds": 5})
+    check_params("ugaclip", {**BASE, "realise_plan": True, "plan_nodes": 1})
 
 
 def test_the_method_step_passes_the_plan_fields(monkeypatch):
@@ -34,5 +35,11 @@ def test_the_method_step_passes_the_plan_fields(monkeypatch):
     result = method._anonymize(records, [["4011", "25000"]], params)
     assert result.metrics["plan"]["realised"] is True
     assert result.metrics["plan"]["weights"] == "occurrences"
+    budget = {**BASE, "realise_plan": True, "plan_nodes": 1, "plan_rounds": 3}
+    planned = [method._anonymize(records, [["4011", "25000"]], budget) for _ in range(2)]
+    assert planned[0].metrics["plan"]["budget"]["nodes"] == 1
+    assert planned[0].metrics["plan"]["deterministic"] is True
+    assert planned[0].metrics["plan"] == planned[1].metrics["plan"]
+    assert planned[0].suppressed == planned[1].suppressed
     without = method._anonymize(records, [["4011", "25000"]], BASE)
     assert without.metrics["plan"] is None

@@ -26,7 +26,8 @@ from deid.secret import pseudonym_key
 
 TITLE = "UGACLIP (generalization and suppression)"
 # UGACLIPConfig's optional searches after or before Algorithm 2, all off by default
-SEARCH_FIELDS = ("search_moves", "plan_seconds", "plan_weights", "realise_plan")
+SEARCH_FIELDS = ("search_moves", "plan_seconds", "plan_nodes", "plan_rounds", "plan_weights",
+                 "realise_plan")
 POLICIES = ["none", "pnas2010", "pnas2010-k2", "pnas2010-k5", "pnas2010-k10", "pnas2010-k25",
             "icd9-level-1", "icd9-level-2", "icd9-level-3",
             "icd10-level-1", "icd10-level-2", "icd10-level-3"]
@@ -47,11 +48,12 @@ PARAMS = {
 
 def check(params: dict) -> None:
     """UGACLIP cannot run without a utility policy, nor with one over the
-    other code system's codes, nor realise a plan it is given no time to make."""
+    other code system's codes, nor realise a plan it is given no budget to make."""
     if params.get("utility_policy") in (None, "none"):
         raise ValueError("utility_policy: UGACLIP needs a utility policy (not 'none')")
-    if params.get("realise_plan") and not params.get("plan_seconds"):
-        raise ValueError("realise_plan: needs a plan to realise (plan_seconds > 0)")
+    if params.get("realise_plan") and not (params.get("plan_seconds") or params.get("plan_nodes")):
+        raise ValueError("realise_plan: needs a plan to realise (plan_nodes > 0, the same "
+                         "release on any host, or plan_seconds > 0)")
     policy_system(params["utility_policy"], params.get("code_system", "icd9cm"))
 
 
