@@ -148,13 +148,17 @@ def test_ugaclip_realises_an_occurrence_plan_from_the_command_line(files, capsys
 
 def test_ugaclip_node_budget_from_the_command_line_writes_the_same_file(files):
     """--plan-nodes/--plan-rounds come from UGACLIPConfig's declaration; the
-    release file with that budget is byte for byte the same on a second run."""
+    release file with that budget is byte for byte the same on a second run
+    under the same pseudonym key file."""
     tmp, claims, records, utility = files
-    policy, out = tmp / "policy.json", tmp / "out.json"
+    policy, out, key = tmp / "policy.json", tmp / "out.json", tmp / "key"
+    key.write_text("node-budget-test-key-0123456789\n")
+    key.chmod(0o600)
     assert main(["ppe", "--k", "2", "--input", str(claims), "--output", str(policy)]) == 0
     args = ["ugaclip", "--k", "2", "--privacy-policy", str(policy), "--utility-policy",
             str(utility), "--input", str(records), "--output", str(out), "--seed", "0",
-            "--realise-plan", "--plan-nodes", "1", "--plan-rounds", "4"]
+            "--realise-plan", "--plan-nodes", "1", "--plan-rounds", "4",
+            "--pseudonym-key-file", str(key)]
     assert main(args) == 0
     first = out.read_text()
     plan = json.loads(first)["metrics"]["plan"]
