@@ -9,7 +9,7 @@ it fits badly stays there.  Each round of this pass
    quantities the greedy growth compares (the n x clusters table of ``inc``
    is never held: per t only its cheapest clusters are kept, and the
    ``inc[u, A]`` a swap needs are aligned on demand, so memory stays
-   O(n) a round; see ``_nearest`` and ``_Inc``);
+   O(n k) a round; see ``_nearest`` and ``_swap_prices``);
 2. lists moves (t to B, when A has more than k members) and swaps (t with u
    of B) among t's three cheapest other clusters whose estimate
    ``share[t] + share[u] - inc[t, B] - inc[u, A]`` is positive, best first;
@@ -95,19 +95,19 @@ def _nearest(clusters, n, from_cluster):
 
 
 def _changes(clusters, k, where, share, nearest, from_cluster):
-    """The listed changes of the module doc, best first.  ``inc[u, A]`` for
-    the members u of a screened B is aligned when first needed (``_Inc``)."""
+    """The listed changes of the module doc, best first."""
     near_cost, near_idx = nearest
-    inc = _Inc(clusters, from_cluster)
+    near = [[(c, b) for c, b in zip(near_cost[t], near_idx[t]) if b != where[t]][:N_NEAREST]
+            for t in range(len(where))]
+    inc = _swap_prices(clusters, where, near, from_cluster)
     out = []
-    for t in range(len(where)):
+    for t, screened in enumerate(near):
         a = where[t]
-        near = [(c, b) for c, b in zip(near_cost[t], near_idx[t]) if b != a][:N_NEAREST]
-        for inc_tb, b in near:
+        for inc_tb, b in screened:
             movable = len(clusters[a].members) > k and len(clusters[b].members) < 2 * k - 1
             if movable and share[t] > inc_tb:
                 out.append((share[t] - inc_tb, t, None, b))
-            for u, inc_ua in zip(clusters[b].members, inc(a, b)):
+            for u, inc_ua in zip(clusters[b].members, inc[(a, b)]):
                 est = share[t] + share[u] - inc_tb - inc_ua
                 if est > 0:
                     out.append((est, t, int(u), b))
@@ -115,24 +115,29 @@ def _changes(clusters, k, where, share, nearest, from_cluster):
     return out
 
 
-class _Inc:
-    """``inc[u, A]`` for the members u of cluster B, aligned once per (A, B)
-    a round.  ``batch.ags_costs`` runs each candidate's recurrence on its own
-    row (cumulative sums and minima up to its length), so these equal the
-    entries of the full table bit for bit; ``baseline_costs`` sums padded
-    rows, whose rounding could in principle depend on the padding, and was
-    measured equal too (tests/anonymizers/test_longitudinal_refine_memory.py
+def _swap_prices(clusters, where, near, from_cluster) -> dict:
+    """``inc[u, A]`` for the members u of every B screened by a member of A:
+    (A, B) -> one value per member of B, in member order; one batch of
+    alignments per A.  ``batch.ags_costs`` runs each candidate's recurrence
+    on its own row (cumulative sums and minima up to its length), so these
+    equal the full table's entries bit for bit; ``baseline_costs`` sums
+    padded rows, whose rounding could in principle depend on the padding,
+    and was measured equal too (tests/anonymizers/test_longitudinal_refine_memory.py
     compares releases for both).  These alignments add to ``n_alignments``."""
-
-    def __init__(self, clusters, from_cluster):
-        self.clusters, self.from_cluster, self.done = clusters, from_cluster, {}
-
-    def __call__(self, a: int, b: int) -> np.ndarray:
-        if (a, b) not in self.done:
-            ca = self.clusters[a]
-            self.done[(a, b)] = self.from_cluster(ca.trajectory, self.clusters[b].members,
-                                                  len(ca.members))
-        return self.done[(a, b)]
+    wanted: dict[int, list[int]] = {}
+    for t, screened in enumerate(near):
+        bs = wanted.setdefault(int(where[t]), [])
+        bs.extend(int(b) for _, b in screened if int(b) not in bs)
+    out = {}
+    for a, bs in wanted.items():
+        if not bs:
+            continue
+        members = [clusters[b].members for b in bs]
+        costs = from_cluster(clusters[a].trajectory, np.concatenate(members),
+                             len(clusters[a].members))
+        for b, part in zip(bs, np.split(costs, np.cumsum([len(m) for m in members])[:-1])):
+            out[(a, b)] = part
+    return out
 
 
 def _round(clusters, k, grow, from_cluster, loss) -> bool:
