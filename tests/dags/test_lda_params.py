@@ -61,3 +61,15 @@ def test_the_method_gets_the_deviations(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match="stop"):
         method._lda(pairs, BASE)
     assert not seen["config"].member_weighted and seen["config"].refine_rounds == 0
+
+
+def test_the_metrics_name_the_deviations_a_run_uses():
+    assert method.deviations(BASE) == {}
+    assert method.deviations({**BASE, "member_weighted": False, "refine_rounds": 0}) == {}
+    assert method.deviations({**BASE, "member_weighted": True, "refine_rounds": 4}) == {
+        "member_weighted": True, "refine_rounds": 4}
+    words = method._deviation_metrics({**BASE, "member_weighted": True, "refine_rounds": 4})
+    assert list(words) == ["deviations_from_paper"]
+    assert words["deviations_from_paper"].startswith("member_weighted = true (")
+    assert "; refine_rounds = 4 (" in words["deviations_from_paper"]
+    assert method._deviation_metrics(BASE) == {}

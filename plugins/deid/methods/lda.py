@@ -29,7 +29,7 @@ from __future__ import annotations
 import pandas as pd
 
 from anonymizers.codesystems import CATEGORY_PATTERN
-from deid import append_only, history, staging, validation
+from deid import append_only, history, staging, utility_summary, validation
 from deid.methods import form
 from deid.secret import pseudonym_key
 
@@ -79,6 +79,31 @@ def _lda(pairs: pd.DataFrame, params):
         code_system=params.get("code_system", "icd9cm")))
 
 
+#: LDAConfig's opt-in deviations from the thesis' algorithm (docs/methods/lda.md), in words
+DEVIATION_WORDS = {
+    "member_weighted": "A-GS counts the cluster's loss once per member, Algorithm 3 once",
+    "refine_rounds": "rounds of moves and swaps between clusters after MDAV, not in IV.3.2"}
+
+
+def deviations(params) -> dict:
+    """The deviations from the thesis' algorithm a run uses: each name ->
+    its value (``member_weighted`` true, ``refine_rounds`` above 0)."""
+    used = {"member_weighted": bool(params.get("member_weighted", False)),
+            "refine_rounds": int(params.get("refine_rounds", 0))}
+    return {name: value for name, value in used.items() if value}
+
+
+def _deviation_metrics(params) -> dict:
+    """``deviations_from_paper`` (``deid.utility_summary.DEVIATIONS``) when
+    the run uses any: each named with its value and what it changes."""
+    used = deviations(params)
+    if not used:
+        return {}
+    words = [f"{name} = {str(value).lower()} ({DEVIATION_WORDS[name]})"
+             for name, value in used.items()]
+    return {utility_summary.DEVIATIONS: "; ".join(words)}
+
+
 #: the utility figures reported beside the release without the defence
 COMPARED = ("ilm", "suppressed_pairs", "icd_kept_3digit_or_finer", "age_kept_16year_or_finer")
 
@@ -106,6 +131,7 @@ def anonymize(run, params) -> dict:
     if plan is not None:
         metrics = {**metrics, **append_only.metrics_of(plan),
                    **_beside_without_defence(run, params, pairs)}
+    metrics = {**metrics, **_deviation_metrics(params)}
     run.write_json(staging.METHOD_METRICS, metrics)
     return metrics
 
