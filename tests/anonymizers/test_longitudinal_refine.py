@@ -266,7 +266,7 @@ def test_refine_never_raises_the_configured_loss(trajectories, k, w_icd, weighte
     df = frame(trajectories)
     if len(trajectories) < k:
         return
-    w = dict(w_icd=w_icd, w_age=1 - w_icd, member_weighted=weighted)
+    w = {"w_icd": w_icd, "w_age": 1 - w_icd, "member_weighted": weighted}
     before = released(df, LDAConfig(k=k, seed=seed, **w))
     after = released(df, LDAConfig(k=k, seed=seed, refine_rounds=rounds, **w))
     if before is None or after is None:
