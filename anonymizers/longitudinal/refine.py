@@ -6,7 +6,10 @@ it fits badly stays there.  Each round of this pass
 1. prices every trajectory t in its cluster A: the growth cost of A minus that
    of A re-anonymized without t (``share``), and against every cluster B: the
    A-GS cost of adding t to B's anonymized trajectory (``inc``), the same two
-   quantities the greedy growth compares;
+   quantities the greedy growth compares (the n x clusters table of ``inc``
+   is never held: per t only its cheapest clusters are kept, and the
+   ``inc[u, A]`` a swap needs are aligned on demand, so memory stays
+   O(n k) a round; see ``_nearest`` and ``_swap_prices``);
 2. lists moves (t to B, when A has more than k members) and swaps (t with u
    of B) among t's three cheapest other clusters whose estimate
    ``share[t] + share[u] - inc[t, B] - inc[u, A]`` is positive, best first;
@@ -31,6 +34,7 @@ import numpy as np
 from anonymizers.longitudinal.clustering import Cluster, FromCluster, Grow
 
 N_NEAREST = 3  # other clusters screened per trajectory
+BLOCK = 16  # columns of the price table held at once (_nearest)
 
 
 def refine(clusters: list[Cluster], k: int, rounds: int, grow: Grow,
@@ -54,42 +58,92 @@ def _cost(cluster: Cluster) -> float:
 
 
 def _prices(clusters, grow, from_cluster):
+    """``where`` (each trajectory's cluster), ``share`` and, per trajectory,
+    its ``N_NEAREST + 1`` cheapest clusters with their ``inc`` (``_nearest``)."""
     n = sum(len(c.members) for c in clusters)
     where = np.empty(n, dtype=np.int64)
     for ci, c in enumerate(clusters):
         where[c.members] = ci
-    everyone = np.arange(n)
-    inc = np.column_stack([from_cluster(c.trajectory, everyone, len(c.members))
-                           for c in clusters])
     share = np.empty(n)
     for c in clusters:
         for t in c.members:
             rest = [int(u) for u in c.members if u != t]
             share[t] = _cost(c) - _cost(_regrow(rest, grow))
-    return where, inc, share
+    return where, share, _nearest(clusters, n, from_cluster)
 
 
-def _changes(clusters, k, where, inc, share):
+def _nearest(clusters, n, from_cluster):
+    """Per trajectory t, the ``N_NEAREST + 1`` smallest ``inc[t, B]`` and their
+    B, cheapest first, ties to the lower B (a stable argsort of t's row of
+    the full table), without holding the n x clusters table: ``BLOCK``
+    columns at a time are merged into the running best.  One more than
+    ``N_NEAREST`` because t's own cluster may be among them."""
+    keep = min(N_NEAREST + 1, len(clusters))
+    everyone = np.arange(n)
+    cost, idx = np.empty((n, 0)), np.empty((n, 0), dtype=np.int64)
+    for start in range(0, len(clusters), BLOCK):
+        block = clusters[start:start + BLOCK]
+        cols = np.column_stack([from_cluster(c.trajectory, everyone, len(c.members))
+                                for c in block])
+        # the running best (lower B) first, so a stable sort breaks ties to the lower B
+        cost = np.concatenate([cost, cols], axis=1)
+        idx = np.concatenate([idx, np.broadcast_to(np.arange(start, start + len(block)),
+                                                   cols.shape)], axis=1)
+        order = np.argsort(cost, axis=1, kind="stable")[:, :keep]
+        cost, idx = np.take_along_axis(cost, order, 1), np.take_along_axis(idx, order, 1)
+    return cost, idx
+
+
+def _changes(clusters, k, where, share, nearest, from_cluster):
+    """The listed changes of the module doc, best first."""
+    near_cost, near_idx = nearest
+    near = [[(c, b) for c, b in zip(near_cost[t], near_idx[t]) if b != where[t]][:N_NEAREST]
+            for t in range(len(where))]
+    inc = _swap_prices(clusters, where, near, from_cluster)
     out = []
-    for t in range(len(where)):
+    for t, screened in enumerate(near):
         a = where[t]
-        near = [b for b in np.argsort(inc[t], kind="stable") if b != a][:N_NEAREST]
-        for b in near:
+        for inc_tb, b in screened:
             movable = len(clusters[a].members) > k and len(clusters[b].members) < 2 * k - 1
-            if movable and share[t] > inc[t, b]:
-                out.append((share[t] - inc[t, b], t, None, b))
-            for u in clusters[b].members:
-                est = share[t] + share[u] - inc[t, b] - inc[u, a]
+            if movable and share[t] > inc_tb:
+                out.append((share[t] - inc_tb, t, None, b))
+            for u, inc_ua in zip(clusters[b].members, inc[(a, b)]):
+                est = share[t] + share[u] - inc_tb - inc_ua
                 if est > 0:
                     out.append((est, t, int(u), b))
     out.sort(key=lambda c: -c[0])
     return out
 
 
+def _swap_prices(clusters, where, near, from_cluster) -> dict:
+    """``inc[u, A]`` for the members u of every B screened by a member of A:
+    (A, B) -> one value per member of B, in member order; one batch of
+    alignments per A.  ``batch.ags_costs`` runs each candidate's recurrence
+    on its own row (cumulative sums and minima up to its length), so these
+    equal the full table's entries bit for bit; ``baseline_costs`` sums
+    padded rows, whose rounding could in principle depend on the padding,
+    and was measured equal too (tests/anonymizers/test_longitudinal_refine_memory.py
+    compares releases for both).  These alignments add to ``n_alignments``."""
+    wanted: dict[int, list[int]] = {}
+    for t, screened in enumerate(near):
+        bs = wanted.setdefault(int(where[t]), [])
+        bs.extend(int(b) for _, b in screened if int(b) not in bs)
+    out = {}
+    for a, bs in wanted.items():
+        if not bs:
+            continue
+        members = [clusters[b].members for b in bs]
+        costs = from_cluster(clusters[a].trajectory, np.concatenate(members),
+                             len(clusters[a].members))
+        for b, part in zip(bs, np.split(costs, np.cumsum([len(m) for m in members])[:-1])):
+            out[(a, b)] = part
+    return out
+
+
 def _round(clusters, k, grow, from_cluster, loss) -> bool:
-    where, inc, share = _prices(clusters, grow, from_cluster)
+    where, share, nearest = _prices(clusters, grow, from_cluster)
     touched, kept = set(), False
-    for _, t, u, b in _changes(clusters, k, where, inc, share):
+    for _, t, u, b in _changes(clusters, k, where, share, nearest, from_cluster):
         a = where[t]
         if a in touched or b in touched:
             continue

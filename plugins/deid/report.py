@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 from deid import release_html as rh
 from deid.paths import reports_root
 from deid.staging import safe_name
-from deid.utility_summary import property_words
+from deid.utility_summary import deviations, property_words
 
 
 def report_path(release: str, run_id: str) -> Path:
@@ -75,13 +75,15 @@ def write_report(release: str, run_id: str, method: str, params: dict, metrics: 
     """The page (``templates/report.html``): the privacy and the utility
     verdicts apart (with the release's thresholds), the run record when
     there is one, the utility figures beside the paper's
-    (``deid.utility_summary``), the verdicts, the plots, then every
+    (``deid.utility_summary``) and the opt-in deviations from the paper's
+    algorithm they were made with, if any, the verdicts, the plots, then every
     parameter and metric named in words."""
     page = rh.render(
         "report.html", release=release, run_id=run_id, method=method,
         headline=rh.headline_values(method, metrics, verdicts),
         record=rh.run_record_rows(params.get("run_record") or metrics.get("run_record")),
-        utility=rh.utility_rows(method, metrics), levels=rh.levels(metrics),
+        utility=rh.utility_rows(method, metrics), deviations=deviations(metrics),
+        levels=rh.levels(metrics),
         verdicts=verdict_sentences(verdicts),
         figures=[(title, png(fig)) for title, fig in figures],
         params=rh.named_rows(_without_record(params), rh.param_label(method)),

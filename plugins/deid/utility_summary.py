@@ -313,6 +313,18 @@ def privacy_verdict(method: str, verdicts: dict, metrics: dict) -> tuple[bool, s
     return True, f"{guarantee} holds (every guarantee and check holds)"
 
 
+DEVIATIONS = "deviations_from_paper"  # metric key: a method's opt-in deviations, in words
+
+
+def deviations(metrics: dict) -> str | None:
+    """The opt-in deviations from the paper's algorithm a release was made
+    with, each named with its value (``metrics[DEVIATIONS]``, written by the
+    method, e.g. ``deid.methods.lda``), or None: its utility figures are
+    then not the paper's algorithm's, and the report says so beside them."""
+    words = metrics.get(DEVIATIONS)
+    return words if isinstance(words, str) and words else None
+
+
 @dataclass(frozen=True)
 class UtilityVerdict:
     level: str
@@ -350,6 +362,9 @@ def utility_verdict(method: str, metrics: dict, verdicts: dict) -> UtilityVerdic
     else:
         level = NOT_MEASURED
         sentence = "utility not measured (none of the method's figures is in the metrics)"
+    if deviations(metrics):
+        sentence += (f"; figures of the algorithm with opt-in deviations from the paper: "
+                     f"{deviations(metrics)}")
     return UtilityVerdict(level, sentence, figures, limits)
 
 
@@ -386,6 +401,7 @@ LABELS = {
     "instances_censored_by_loop": "code copies censored to reach k-map",
     "instances_released": "code copies released", "iterations": "censoring iterations",
     "cap_only_iterations": "iterations lowering a cap only",
+    DEVIATIONS: "opt-in deviations from the paper's algorithm",
     # LDA
     "alignment": "alignment", "w_icd": "weight of ICD loss", "w_age": "weight of age loss",
     "ilm": "ICD loss ILM", "alm": "age loss ALM", "avg_re": "AvgRE of (ICD, age) count queries",

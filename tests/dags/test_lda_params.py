@@ -61,3 +61,75 @@ def test_the_method_gets_the_deviations(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match="stop"):
         method._lda(pairs, BASE)
     assert not seen["config"].member_weighted and seen["config"].refine_rounds == 0
+
+
+def test_the_metrics_name_the_deviations_a_run_uses():
+    assert method.deviations(BASE) == {}
+    assert method.deviations({**BASE, "member_weighted": False, "refine_rounds": 0}) == {}
+    assert method.deviations({**BASE, "member_weighted": True, "refine_rounds": 4}) == {
+        "member_weighted": True, "refine_rounds": 4}
+    words = method._deviation_metrics({**BASE, "member_weighted": True, "refine_rounds": 4})
+    assert list(words) == ["deviations_from_paper"]
+    assert words["deviations_from_paper"].startswith("member_weighted = true (")
+    assert "; refine_rounds = 4 (" in words["deviations_from_paper"]
+    assert method._deviation_metrics(BASE) == {}
+
+
+class _StagedRun(_Run):
+    release, run_id = "lda_trajectories", "manual__2"
+
+    def write_json(self, name, obj):
+        import json
+
+        self.path(name).write_text(json.dumps(obj, default=str))
+
+    @staticmethod
+    def small(metrics):
+        from deid.steps import Run
+
+        return Run.small(metrics)
+
+
+@pytest.mark.parametrize("all_new", [True, False])
+def test_the_run_without_defence_is_reused_only_when_every_patient_is_new(
+        monkeypatch, tmp_path, all_new):
+    """An append-only run compares its utility with an independent run over
+    the whole cohort with the same parameters (deviations included).  When
+    every patient is new its own run is that run: LDA runs once and the
+    figures without the defence are its own; otherwise LDA runs again."""
+    from deid import append_only
+
+    rows = [(p, code, age) for p, age in (("a", 67), ("b", 70), ("c", 67), ("d", 71))
+            for code in ("4011", "25000")] + [("c", "2724", 68)]
+    pd.DataFrame(rows, columns=["patient_id", "code", "age_at_service"]).to_parquet(
+        tmp_path / staging.CLAIMS)
+    run = _StagedRun(tmp_path)
+    pairs = method._pairs(run, {})
+    fresh = pairs if all_new else pairs[pairs["patient_id"].isin(["c", "d"])].reset_index(
+        drop=True)
+    plan = append_only.Plan(2, fresh, fresh["patient_id"].nunique(), 0, 4 - 2 * (not all_new),
+                            0 if all_new else 2)
+    monkeypatch.setattr(method, "pseudonym_key", lambda: b"k" * 32)
+    monkeypatch.setattr(append_only, "begin", lambda run, pairs, params: plan)
+    monkeypatch.setattr(method.history, "published", lambda release, run_id: [])
+    monkeypatch.setattr(method.history, "earlier_inputs", lambda release, published: [])
+    monkeypatch.setattr(method, "_linked_pairs",
+                        lambda run, params, key: method._linked(fresh, key))
+    calls, lda_once = [], method._lda
+
+    def counted(frame, params):
+        calls.append(sorted(frame["patient_id"].unique()))
+        return lda_once(frame, params)
+    monkeypatch.setattr(method, "_lda", counted)
+    params = {**BASE, "member_weighted": True, "refine_rounds": 2}
+    metrics = method.anonymize(run, params)
+    if all_new:
+        assert calls == [["a", "b", "c", "d"]]
+        for name in method.COMPARED:
+            assert metrics[f"{name}_without_defence"] == metrics[name], name
+    else:
+        assert calls == [["c", "d"], ["a", "b", "c", "d"]]
+        whole = lda_once(pairs, params).metrics
+        for name in method.COMPARED:
+            assert metrics[f"{name}_without_defence"] == whole[name], name
+    assert metrics["deviations_from_paper"].startswith("member_weighted = true")

@@ -244,3 +244,51 @@ def test_releases_view_rows_show_utility_and_run_record():
                                       "overrides": {"k": 7}}))
     assert "bob" in with_record.text and 'overrides: {"k": 7}' in with_record.text
     assert "scope used" in with_record.text
+
+
+def test_lda_opt_in_deviations_are_named_beside_the_utility_figures(render):
+    """A release made with LDA's opt-in deviations (the shipped release file
+    uses both) says beside its utility figures, in the headline and under
+    the table, that they are not the thesis' algorithm, each with its value."""
+    from deid.methods import lda
+
+    figures = {"ilm": 0.42, "alm": 0.3, "avg_re": 0.8, "icd_kept_3digit_or_finer": 37.0,
+               "age_kept_16year_or_finer": 65.0}
+    metrics = {**figures, **lda._deviation_metrics({"member_weighted": True,
+                                                    "refine_rounds": 4})}
+    page, raw = render("lda", metrics, verdicts(holds("LDA: k-anonymous trajectories")))
+    _, utility = headline(page)
+    assert utility.startswith("utility meets the paper on the 5 figure(s) measured; figures of "
+                              "the algorithm with opt-in deviations from the paper: "
+                              "member_weighted = true (")
+    assert "; refine_rounds = 4 (" in utility
+    beside = raw.split("Utility beside the paper")[1].split("<h2>")[0]
+    note = Text(beside).classes["warn"][0]
+    assert note.startswith("Not the paper's algorithm:")
+    assert "member_weighted = true" in note and "refine_rounds = 4" in note
+    assert "The utility figures above are those of the modified algorithm." in note
+    assert "opt-in deviations from the paper's algorithm" in Text(
+        raw.split("<h2>Metrics</h2>")[1]).text
+
+    one = {**figures, **lda._deviation_metrics({"refine_rounds": 2})}
+    _, utility = headline(render("lda", one, verdicts())[0])
+    assert utility.endswith("opt-in deviations from the paper: refine_rounds = 2 (rounds of "
+                            "moves and swaps between clusters after MDAV, not in IV.3.2)")
+    assert "member_weighted" not in utility
+
+    thesis = {**figures, **lda._deviation_metrics({"member_weighted": False,
+                                                   "refine_rounds": 0})}
+    page, raw = render("lda", thesis, verdicts(holds("LDA: k-anonymous trajectories")))
+    assert thesis == figures
+    assert headline(page)[1] == "utility meets the paper on the 5 figure(s) measured"
+    assert "Not the paper's algorithm" not in raw and "deviations" not in raw
+
+
+def test_releases_view_names_the_deviations_with_the_utility():
+    from deid.methods import lda
+    from deid.releases_view import _utility_text
+
+    metrics = {"ilm": 0.42, **lda._deviation_metrics({"member_weighted": True})}
+    _, sentence = _utility_text({"method": "lda", "metrics": {"lda": metrics},
+                                 "verdicts": verdicts()})
+    assert "opt-in deviations from the paper: member_weighted = true" in sentence

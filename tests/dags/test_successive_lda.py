@@ -63,6 +63,10 @@ def test_utility_with_and_without_the_defence_is_reported(runs, warehouse):
                  "icd_kept_3digit_or_finer_without_defence", "published_share", "stale_pairs"):
         assert name in figures, name
     assert 0 < figures["published_share"] <= 1
+    # the release file's opt-in deviations are named beside the figures (both runs)
+    for run in runs[:2]:
+        words = audit(warehouse, RELEASE, run.run_id)["metrics"]["lda"]["deviations_from_paper"]
+        assert words.startswith("member_weighted = true (") and "; refine_rounds = 4 (" in words
 
 
 def test_the_releases_view_shows_both_runs(runs):
