@@ -21,14 +21,14 @@ code lists); ``gccens`` the ``population``; ``medco`` the ``clusters`` (code
 lists, or the Release of ``medco_clusters``).  A config whose seed is None
 gets one drawn here, so that every release records the seed it used; a
 config that draws pseudonyms without a ``pseudonym_key`` gets a fresh one
-that is never stored (``_keyed``), so the recorded seed does not map the
-release back to patients.
+(``_keyed``) that the returned Release does not keep, so the recorded seed
+does not map the release back to patients; ``plan`` gives the config its
+steps must finish with (``StepPlan.config``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from anonymizers.methods import declared
+from anonymizers.pseudonyms import FRESH, fresh_key
 from anonymizers.release import Release, StepPlan, VerificationFailed
 from anonymizers.verify.verdict import Verdict
 
@@ -64,6 +65,8 @@ class Method:
         seed = getattr(config, "seed", None)
         if pseudonyms is not None:
             metrics = {**metrics, "pseudonyms": pseudonyms}
+        if pseudonyms == FRESH:  # the key stays in this call: a Release may be pickled
+            config = dataclasses.replace(config, pseudonym_key=None)
         release = Release(self.name, tables, {**metrics, "seed": seed}, None, config,
                           private, result)
         if not verify:
@@ -82,7 +85,8 @@ class Method:
     def plan(self, inputs, config, **sizes) -> StepPlan:
         if self.steps is None:
             raise ValueError(f"{self.name} runs in one step: it has no step plan")
-        return self.steps(_inputs(inputs), _seeded(config), **sizes)
+        config, _ = _keyed(_seeded(config))
+        return dataclasses.replace(self.steps(_inputs(inputs), config, **sizes), config=config)
 
 
 def _inputs(inputs) -> dict:
@@ -101,12 +105,13 @@ def _keyed(config):
     Without a ``pseudonym_key`` the permutation would follow from the seed
     recorded in the metrics, and whoever holds the seed and the source could
     replay it and map the release back to patients (anonymizers.pseudonyms):
-    such a config gets a fresh key that is never stored, so nobody can."""
+    such a config gets a fresh key (``run`` drops it from the Release's
+    config; a ``StepPlan`` carries it to its last step), so nobody can."""
     if not hasattr(config, "pseudonym_key"):
         return config, None
     if config.pseudonym_key is not None:
         return config, "keyed (pseudonym_key)"
-    return dataclasses.replace(config, pseudonym_key=os.urandom(32)), "fresh key, not replayable"
+    return dataclasses.replace(config, pseudonym_key=fresh_key()), FRESH
 
 
 def _codes_table(sets, name: str) -> pd.DataFrame:

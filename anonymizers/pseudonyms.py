@@ -25,10 +25,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 
 import numpy as np
 
 from anonymizers.errors import ParameterError
+
+
+FRESH = "fresh key, not replayable"  # how a release says its pseudonyms were drawn
+FRESH_KEY_BYTES = 32
+
+
+def fresh_key() -> bytes:
+    """A key nobody holds: it lives in this process only (the command line's
+    and the Python API's pseudonyms when no key is given)."""
+    return os.urandom(FRESH_KEY_BYTES)
 
 
 def keyed(key: bytes, seed, stream: str = "pseudonyms") -> np.random.Generator:

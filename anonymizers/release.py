@@ -43,11 +43,14 @@ class Release:
 class StepPlan:
     """The steps a partitioned method's DAG maps one task over: ``steps`` are
     small dicts (numbers only, never ids) in the order the DAG runs them;
-    ``state`` is what every step reads (the HORPART plan, the staged claims)."""
+    ``state`` is what every step reads (the HORPART plan, the staged claims);
+    ``config`` the seeded config the steps run with (a pseudonym key drawn
+    for a config without one is only here: finish with this config)."""
 
     method: str
     steps: tuple[dict, ...]
     state: Any = field(repr=False)
+    config: Any = field(default=None, repr=False)
 
 
 class VerificationFailed(AnonymizerError):

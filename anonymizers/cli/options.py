@@ -34,11 +34,10 @@ import sys
 
 from anonymizers.declare import declared, describe_range
 from anonymizers.errors import InputError
+from anonymizers.pseudonyms import FRESH, fresh_key  # noqa: F401 (fresh_key: patched in tests)
 
 KEY_OPTION = "--pseudonym-key-file"
 KEYED = f"keyed ({KEY_OPTION})"
-FRESH = "fresh key, not replayable"
-FRESH_KEY_BYTES = 32
 SHORT_KEY_BYTES = 16  # below this a key can be guessed, and the permutation replayed
 
 
@@ -108,11 +107,6 @@ def pseudonym_key(args: argparse.Namespace) -> PseudonymKey:
     if path is None:
         return PseudonymKey(fresh_key(), FRESH)
     return PseudonymKey(read_key_file(path), KEYED)
-
-
-def fresh_key() -> bytes:
-    """A key nobody holds: it lives in this process only."""
-    return os.urandom(FRESH_KEY_BYTES)
 
 
 def read_key_file(path) -> bytes:

@@ -133,8 +133,11 @@ def test_hhp_matches_the_library_and_its_plan_gives_the_same_release(claims):
     parts = [p for step in steps.steps for p in step["parts"]]
     assert parts == list(range(len(parts))) and len(parts) >= 1
     found = [r for step in steps.steps for r in search_parts(steps.state, config, step["parts"])]
-    planned = finish(steps.state, config, found, 0.0)
+    planned = finish(steps.state, steps.config, found, 0.0)
     _same(release.tables, {"members": planned.members, "claims": planned.claims})
+    unkeyed = anonymizers.plan("hhp", {"claims": claims}, dataclasses.replace(
+        config, pseudonym_key=None))
+    assert unkeyed.config.pseudonym_key not in (None, KEY)  # a fresh key for its finish
 
 
 def test_without_a_key_the_recorded_seed_does_not_replay_the_pseudonyms(df):
@@ -157,8 +160,10 @@ def test_without_a_key_the_recorded_seed_does_not_replay_the_pseudonyms(df):
             list(records.columns)).reset_index(drop=True)
 
     assert_frame_equal(content(one), content(two))
+    assert one.config.pseudonym_key is None  # the fresh key is not kept with the release
     keyed = anonymizers.run("lda", pairs, LDAConfig(k=3, seed=2, pseudonym_key=KEY))
     assert keyed.metrics["pseudonyms"] == "keyed (pseudonym_key)"
+    assert keyed.config.pseudonym_key == KEY
     assert "pseudonyms" not in anonymizers.run("ppe", df, anonymizers.config("ppe", k=3)).metrics
 
 
