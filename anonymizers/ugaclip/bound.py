@@ -328,7 +328,7 @@ def _solve_cover(parts, cuts, weights, time_limit, node_limit=None):
     dual = getattr(res, "mip_dual_bound", None)
     value = int(np.ceil((dual or 0) - 1e-6))
     x = None if res.x is None else np.round(res.x[:n_codes]).astype(bool)
-    return value, x, solved, "Time limit reached" in res.message
+    return value, x, solved, res.status == 1  # 1: time limit (a node limit is 4)
 
 
 def feasible(problem: Problem, suppressed) -> bool:

@@ -43,7 +43,10 @@ class UGACLIPConfig:
                             "plan_rounds rounds), so that the plan, and the release, depend "
                             "only on the input and the settings, not on the host; > 0 computes "
                             "a plan even with plan_seconds 0 (then no wall-clock limit at "
-                            "all).  0: the plan, if any, is limited by plan_seconds alone.")
+                            "all: on DE-SynPUF's 424 patients a one-node round takes 10-35 s, "
+                            "so cap plan_rounds, or set plan_seconds as a safety cap and check "
+                            "metrics['plan']['deterministic']).  0: the plan, if any, is "
+                            "limited by plan_seconds alone.")
     plan_rounds: int = param(200, kind="int", minimum=1,
                              doc="Rounds of the plan's cutting-plane MILP at most (each adds "
                              "the cuts its incumbent violates and solves again); with "

@@ -37,6 +37,10 @@ def suppression_plan(records, constraints, utility_groups, k: int, seconds: floa
     if not (seconds > 0 or nodes > 0):
         raise ParameterError("plan_seconds", "a plan needs a budget: plan_seconds > 0 "
                              "or plan_nodes > 0")
+    if nodes < 0 or rounds < 1:
+        raise ParameterError("plan_nodes" if nodes < 0 else "plan_rounds",
+                             f"must be plan_nodes >= 0 and plan_rounds >= 1, got {nodes} "
+                             f"and {rounds}")
     problem = build_problem(records, constraints, utility_groups, k,
                             weigh_occurrences=weigh_occurrences)
     limits = ({"round_limit": None, "node_limit": nodes} if nodes > 0

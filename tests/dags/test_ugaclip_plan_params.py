@@ -41,5 +41,9 @@ def test_the_method_step_passes_the_plan_fields(monkeypatch):
     assert planned[0].metrics["plan"]["deterministic"] is True
     assert planned[0].metrics["plan"] == planned[1].metrics["plan"]
     assert planned[0].suppressed == planned[1].suppressed
+    audit = method._plan_scalars(planned[0].metrics["plan"])
+    assert audit["plan_deterministic"] is True and audit["plan_realised"] is True
+    assert (audit["plan_nodes"], audit["plan_rounds"]) == (1, 3)
+    assert all(not isinstance(v, (dict, list)) for v in audit.values())  # the audit's scalars
     without = method._anonymize(records, [["4011", "25000"]], BASE)
     assert without.metrics["plan"] is None

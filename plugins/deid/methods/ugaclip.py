@@ -153,7 +153,19 @@ def _publish(run, records: pd.DataFrame, constraints, params) -> dict:
     run.write_json(staging.UGACLIP, result.to_dict())
     metrics = run.small(result.metrics)
     metrics["suppressed_share"] = _suppressed_share(result, records)
-    return metrics
+    return {**metrics, **_plan_scalars(result.metrics.get("plan"))}
+
+
+def _plan_scalars(plan: dict | None) -> dict:
+    """The plan's budget and whether it was met on work alone, as the audit's
+    scalar metrics (``run.small`` drops the nested ``plan``): a planned
+    release is reproducible on another host only when ``plan_deterministic``."""
+    if not plan or "budget" not in plan:
+        return {}
+    budget = plan["budget"]
+    return {"plan_deterministic": bool(plan["deterministic"]), "plan_realised": plan["realised"],
+            "plan_nodes": budget["nodes"], "plan_rounds": budget["rounds"],
+            "plan_seconds": budget["seconds"], "plan_bound": plan["bound"]}
 
 
 def _with_successive(run, params, records, policy, metrics, plan) -> dict:
