@@ -273,7 +273,7 @@ def test_lda_opt_in_deviations_are_named_beside_the_utility_figures(render):
     one = {**figures, **lda._deviation_metrics({"refine_rounds": 2})}
     _, utility = headline(render("lda", one, verdicts())[0])
     assert utility.endswith("opt-in deviations from the paper: refine_rounds = 2 (rounds of "
-                            "moves and swaps between clusters after MDAV, not in IV.3.2)")
+                            "moves and swaps between clusters after MDAV, not in the thesis' IV.3.2)")
     assert "member_weighted" not in utility
 
     thesis = {**figures, **lda._deviation_metrics({"member_weighted": False,

@@ -82,7 +82,7 @@ def _lda(pairs: pd.DataFrame, params):
 #: LDAConfig's opt-in deviations from the thesis' algorithm (docs/methods/lda.md), in words
 DEVIATION_WORDS = {
     "member_weighted": "A-GS counts the cluster's loss once per member, Algorithm 3 once",
-    "refine_rounds": "rounds of moves and swaps between clusters after MDAV, not in IV.3.2"}
+    "refine_rounds": "rounds of moves and swaps between clusters after MDAV, not in the thesis' IV.3.2"}
 
 
 def deviations(params) -> dict:
