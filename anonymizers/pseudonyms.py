@@ -31,7 +31,6 @@ import numpy as np
 
 from anonymizers.errors import ParameterError
 
-
 FRESH = "fresh key, not replayable"  # how a release says its pseudonyms were drawn
 FRESH_KEY_BYTES = 32
 

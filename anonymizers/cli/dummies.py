@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 from anonymizers.cli.options import (
+    FRESH,
     add_config_options,
     add_pseudonym_key_option,
     add_verify_option,
@@ -83,7 +84,7 @@ def run(args) -> int:
     verdict = verify_dummies(df, result.released, result.dummy_map, clusters,
                              args.min_anonymity_set) if args.verify else None
     print(json.dumps({"metrics": {**result.metrics, "seed": config.seed,
-                                  "pseudonyms": key.drawn},
+                                  "pseudonyms": key.drawn, **_lineage_draws(state, key)},
                       "verdict": None if verdict is None else verdict.as_dict()}, indent=1))
     if verdict is not None and not verdict.ok:
         print("error: the release failed verification; nothing was written", file=sys.stderr)
@@ -93,6 +94,15 @@ def run(args) -> int:
     if state is not None:
         persist.write_state(state, args.state)
     return 0
+
+
+def _lineage_draws(state, key) -> dict:
+    """A lineage run under a fresh key says that its dummies, not only their
+    labels, cannot be drawn again, even from the printed seed."""
+    if state is None or key.drawn != FRESH:
+        return {}
+    return {"lineage_draws": "under the fresh key: this generation's dummies cannot be drawn "
+                             "again, even from the seed; keep a --pseudonym-key-file to redraw"}
 
 
 def _check_state_options(args) -> None:

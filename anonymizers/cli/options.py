@@ -34,7 +34,7 @@ import sys
 
 from anonymizers.declare import declared, describe_range
 from anonymizers.errors import InputError
-from anonymizers.pseudonyms import FRESH, fresh_key  # noqa: F401 (fresh_key: patched in tests)
+from anonymizers.pseudonyms import FRESH, fresh_key
 
 KEY_OPTION = "--pseudonym-key-file"
 KEYED = f"keyed ({KEY_OPTION})"

@@ -9,8 +9,15 @@ from collections import deque
 import numpy as np
 
 from anonymizers.errors import ParameterError
-from anonymizers.ugaclip.bound import (Problem, _CodeBits, _drop_columns, _group_members,
-                                       _GroupBits, build_problem, relaxed_min_suppression)
+from anonymizers.ugaclip.bound import (
+    Problem,
+    _CodeBits,
+    _drop_columns,
+    _group_members,
+    _GroupBits,
+    build_problem,
+    relaxed_min_suppression,
+)
 
 ROUND_SECONDS = 20.0  # per covering MILP round, as the benchmark's bound (ugaclip.md)
 ROUNDS = 200  # rounds of the cutting-plane loop at most, as the bound's default

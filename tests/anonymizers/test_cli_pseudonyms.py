@@ -354,6 +354,9 @@ def test_a_dummies_lineage_is_reproducible_with_its_key(data, tmp_path):
         outputs.append([(out / f).read_bytes() for f in
                         ("released.csv", "map.csv", "state/state.json", "state/dummies.csv")])
     assert outputs[0] == outputs[1]
+    rc, stdout, _ = run("dummies", data, tmp_path / "c", "--state", tmp_path / "c" / "state")
+    assert rc == 0 and "cannot be drawn again" in json.loads(stdout)["metrics"]["lineage_draws"]
+    assert "lineage_draws" not in json.loads(run("dummies", data, tmp_path / "d")[1])["metrics"]
 
 
 def help_text(command: str) -> str:
