@@ -316,6 +316,15 @@ def privacy_verdict(method: str, verdicts: dict, metrics: dict) -> tuple[bool, s
 DEVIATIONS = "deviations_from_paper"  # metric key: a method's opt-in deviations, in words
 
 
+def deviation_metric(used: dict, words: dict) -> dict:
+    """``{DEVIATIONS: ...}`` naming each opt-in deviation a run uses (name ->
+    value; false or 0 means unused) with what it changes (``words``), or {}
+    when it uses none."""
+    named = [f"{name} = {str(value).lower()} ({words[name]})"
+             for name, value in used.items() if value]
+    return {DEVIATIONS: "; ".join(named)} if named else {}
+
+
 def deviations(metrics: dict) -> str | None:
     """The opt-in deviations from the paper's algorithm a release was made
     with, each named with its value (``metrics[DEVIATIONS]``, written by the

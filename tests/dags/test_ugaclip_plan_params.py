@@ -47,3 +47,15 @@ def test_the_method_step_passes_the_plan_fields(monkeypatch):
     assert all(not isinstance(v, (dict, list)) for v in audit.values())  # the audit's scalars
     without = method._anonymize(records, [["4011", "25000"]], BASE)
     assert without.metrics["plan"] is None
+
+
+def test_the_report_names_realising_a_plan_and_the_search_but_not_guidance():
+    from deid import utility_summary
+
+    realised = method._deviation_metrics({**BASE, "realise_plan": True, "plan_nodes": 1})
+    words = utility_summary.deviations(realised)
+    assert words.startswith("realise_plan = true (the plan's codes suppressed before")
+    searched = utility_summary.deviations(method._deviation_metrics({**BASE, "search_moves": 50}))
+    assert searched.startswith("search_moves = 50 (") and "realise_plan" not in searched
+    assert method._deviation_metrics({**BASE, "plan_nodes": 1}) == {}  # guidance reads line 17
+    assert method._deviation_metrics(BASE) == {}

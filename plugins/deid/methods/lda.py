@@ -96,12 +96,7 @@ def deviations(params) -> dict:
 def _deviation_metrics(params) -> dict:
     """``deviations_from_paper`` (``deid.utility_summary.DEVIATIONS``) when
     the run uses any: each named with its value and what it changes."""
-    used = deviations(params)
-    if not used:
-        return {}
-    words = [f"{name} = {str(value).lower()} ({DEVIATION_WORDS[name]})"
-             for name, value in used.items()]
-    return {utility_summary.DEVIATIONS: "; ".join(words)}
+    return utility_summary.deviation_metric(deviations(params), DEVIATION_WORDS)
 
 
 #: the utility figures reported beside the release without the defence

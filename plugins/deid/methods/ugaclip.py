@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from deid import append_only, history, staging, validation
+from deid import append_only, history, staging, utility_summary, validation
 from deid.methods import form
 from deid.secret import pseudonym_key
 
@@ -118,6 +118,21 @@ def _suppressed_share(result, records: pd.DataFrame) -> float:
 
 
 
+#: UGACLIPConfig's opt-in deviations from Algorithm 2 (docs/methods/ugaclip.md), in words
+DEVIATION_WORDS = {
+    "realise_plan": "the plan's codes suppressed before Algorithm 2, which then only generalizes",
+    "search_moves": "moves of a local search over the suppressed codes after Algorithm 2"}
+
+
+def _deviation_metrics(params) -> dict:
+    """``deviations_from_paper`` when the run uses ``realise_plan`` or
+    ``search_moves``; a plan that only guides line 17's pick is a reading
+    of that line (docs/methods/ugaclip.md#ugaclip-plan), not a deviation."""
+    used = {"realise_plan": bool(params.get("realise_plan", False)),
+            "search_moves": int(params.get("search_moves", 0))}
+    return utility_summary.deviation_metric(used, DEVIATION_WORDS)
+
+
 def generalize(run, params) -> dict:
     """UGACLIP on the run's patients, or, with published releases, on the
     patients not published yet (``deid.append_only``)."""
@@ -125,7 +140,8 @@ def generalize(run, params) -> dict:
     policy = run.read_json(staging.POLICY)
     plan = append_only.begin(run, records, params)
     if plan is None:
-        metrics = _publish(run, records, policy["constraints"], params)
+        metrics = {**_publish(run, records, policy["constraints"], params),
+                   **_deviation_metrics(params)}
         run.write_json(staging.METHOD_METRICS, metrics)
         return metrics
     new = _published_records(run)
@@ -143,7 +159,8 @@ def generalize(run, params) -> dict:
                              PPEConfig(k=params["k"], filter=policy["filter"])).to_dict()
         metrics = _publish(run, new, own["constraints"], params)
     run.write_json(staging.NEW_POLICY, own)
-    metrics = _with_successive(run, params, records, policy, metrics, plan)
+    metrics = {**_with_successive(run, params, records, policy, metrics, plan),
+               **_deviation_metrics(params)}
     run.write_json(staging.METHOD_METRICS, metrics)
     return metrics
 
