@@ -12,11 +12,13 @@ generator seeded by HMAC-SHA256 of its secret key (a subkey of the token
 key), the seed and the stream name, reproducible only by the key's holders.
 The command line keys it too (``anonymizers.cli.options``): with the key of
 ``--pseudonym-key-file``, or else with a fresh random key that is never
-written, so that no one, the operator included, can draw it again.
+written, so that no one, the operator included, can draw it again; so does
+the Python API (``anonymizers.run``/``plan``, ``anonymizers.api._keyed``).
 
 ``generator`` falls back to the caller's own generator only when it is given
-no key (or no seed): a library caller that passes ``pseudonym_key=None``
-with a seed gets pseudonyms that anyone holding the seed can replay.  The
+no key (or no seed): a caller of a method's library function (``lda(...)``,
+``ugaclip(...)``...) that passes ``pseudonym_key=None`` with a seed gets
+pseudonyms that anyone holding the seed can replay.  The
 keyed stream is separate from the method's: a key changes the pseudonyms,
 never the rest of the release.
 """
