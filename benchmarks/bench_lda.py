@@ -30,7 +30,9 @@ run the opt-in deviations (``deviations``: member-weighted A-GS, the
 refinement post-pass, both), which are not the thesis' algorithm.  The verifier runs on every
 release.  ``python -m benchmarks.bench_lda`` from the repository root;
 ``python -m benchmarks.bench_lda --bound`` prints ``kept_bound`` of each
-SynPUF cohort (an upper bound on any k-anonymous in-order release, below).
+SynPUF cohort (an upper bound on any k-anonymous in-order release, below);
+``--thesis-size`` runs ``d50_synthetic`` at D_50^Pop's 27,639 patients (about
+20 minutes) into ``results/lda_thesis_size.json``.
 """
 
 from __future__ import annotations
@@ -249,6 +251,21 @@ def figures(small: bool = False) -> dict:
     return out
 
 
+THESIS_SIZE = (27_639, 33_167)  # D_50^Pop's |D| (Table 3); members generated, 1.2 per patient
+
+
+def thesis_size(size: tuple[int, int] = THESIS_SIZE, name: str = "lda_thesis_size") -> dict:
+    """A-GS, thesis setting, on the generator's D_50-shaped cohort at D_50^Pop's
+    27,639 patients (``size``: patients, members generated): LDA's time and
+    memory at the thesis' scale, and whether the generator's figure grows with
+    the cohort (benchmarks/lda.md)."""
+    pairs = d50_synthetic(*size).drop(columns="service_date")  # as ``cohort`` runs it
+    return run_benchmark(name,
+                         lambda: {"data": describe(pairs), "a-gs": anonymize(pairs, "a-gs")},
+                         k=K, w_icd=0.5, w_age=0.5, seed=SEED,
+                         note=f"d50_synthetic{size}; data generated before the clock")
+
+
 def main(small: bool = False) -> dict:
     n_patients, n_members = SIZES[small]
     return run_benchmark("lda_small" if small else "lda", lambda: figures(small),
@@ -264,5 +281,7 @@ if __name__ == "__main__":
         for name, cohort_pairs in synpuf_cohorts(synpuf_pairs()).items():
             print(f"{name}: at most {kept_bound(cohort_pairs):.1f}% of ICD values at "
                   f"3-digit or finer (k={K})")
+    elif "--thesis-size" in sys.argv:
+        thesis_size()
     else:
         main()

@@ -40,6 +40,15 @@ def test_small_benchmark_runs_and_verifies(record):
     assert "D50Pop" in record["figures"]["thesis"]
 
 
+def test_thesis_size_case_runs_the_thesis_setting_and_verifies():
+    rec = bench_lda.thesis_size((200, 240), name="lda_thesis_size_small")
+    data, run = rec["figures"]["data"], rec["figures"]["a-gs"]
+    assert data["patients"] == 200 and 7 < data["avg_pairs_per_t"] < 12
+    assert run["verifier_ok"] and run["min_cluster_size"] >= bench_lda.K
+    assert 0 <= run["icd_kept_3digit_or_finer"] <= 100 and rec["wall_seconds"] > 0
+    assert bench_lda.THESIS_SIZE[0] == 27_639  # D_50^Pop's |D|, Table 3
+
+
 @pytest.mark.datasets
 def test_small_benchmark_on_synpuf(record, datasets_dir):
     for name in ("synpuf_release", "synpuf_d4", "synpuf_d50", "synpuf_d4_categories"):
