@@ -116,8 +116,8 @@ def read_table(path: Path) -> pd.DataFrame:
     source = str(path)
     text = _decoded(_file_bytes(path), source)
     lines = text.replace("\r\n", "\n").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the last line's terminator
+    while lines and lines[-1] == "":
+        lines.pop()  # the last line's terminator, and blank lines after it
     if not lines or not lines[0].strip():
         raise InputError(source, "file is empty (no header)")
     header = [c.strip().upper() for c in lines[0].split("|")]

@@ -87,6 +87,16 @@ def test_a_header_only_claim_file_is_accepted_and_counted(folder):
     assert set(frames["rif_claims"]["claim_type"]) == {"dme"}
 
 
+def test_blank_lines_at_the_end_are_a_terminator_but_not_inside(folder):
+    path = folder / "dme.csv"
+    path.write_bytes(path.read_bytes() + b"\n\r\n\n")
+    assert read_files([path])["rows"] == {"dme.csv": 42}
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([*lines[:3], b"", *lines[3:]]))
+    err = _refused([path])
+    assert err.row == 3 and "1 fields where the header has" in str(err)
+
+
 @pytest.mark.parametrize("drop, missing", [
     (["ICD_DGNS_CD1"], "ICD_DGNS_CD1"),             # its version flag still there
     (["ICD_DGNS_VRSN_CD4"], "ICD_DGNS_VRSN_CD4"),   # its code still there
