@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from anonymizers import codesystems as cs
 from anonymizers.claims import HHPConfig, hhp_release
 from anonymizers.claims.groupings import hierarchies_code_system
 from anonymizers.claims.inputs import OPTIONAL, _dates, _sex
@@ -85,6 +86,7 @@ CLAIM_REQUIRED = ["member_id", "claim_id", "service_date"]
 CLAIM_OPTIONAL = (["dx_code", "age_at_service"] + [c for c in OPTIONAL if c != "birth_date"]
                   + [CODE_VERSION])
 DX_FIELDS = ("dx_code", "other_dx_codes")  # the diagnosis columns whose codes are checked
+SYSTEM_FLAG = {flag_system: flag for flag, flag_system in cs.VERSION_FLAGS.items()}
 FILES = ("members.csv", "claims.csv", "metrics.json")
 # the value a message of anonymizers.claims.inputs ends with: ": '...'", ", got '...'"
 QUOTED = re.compile(r"(:|,\s*got)\s+('[^']*'|\"[^\"]*\"|-?[\d.]+|nan|None|NaT)$")
@@ -186,20 +188,37 @@ def clean_dx_codes(claims: pd.DataFrame, source: str, args) -> tuple[pd.DataFram
     against ``args.code_system`` (``anonymizers.io.clean_codes``; a row's
     ``code_version`` flags all its codes), normalised, and the flag column
     removed.  An unknown code is an InputError naming its file row and field,
-    or with ``--drop-unknown`` leaves its claim (``dx_code`` then empty), as
-    the Airflow extract does; ``--mixed map-to-icd10`` maps flagged ICD-9-CM
-    codes.  Returns the claims and the counts for the metrics."""
+    or with ``--drop-unknown`` leaves its claim (``dx_code`` then empty);
+    ``--mixed map-to-icd10`` maps flagged ICD-9-CM codes.  As the Airflow
+    extract reads claims for this method (``deid.extract.clean_claim_codes``):
+    CMS's placeholders stay as written, and an ICD-9-CM release keeps codes
+    of ICD-9-CM's form that CMS's v32 list lacks (``codesystems.legacy_icd9``:
+    DE-SynPUF writes them).  Returns the claims and the counts for the metrics."""
     out = claims.drop(columns=[CODE_VERSION], errors="ignore").copy()
-    dropped = mapped = 0
+    counts = {"code_system": args.code_system, "codes_dropped_unknown": 0,
+              "codes_mapped_to_code_system": 0, "placeholder_codes": 0,
+              "legacy_icd9_codes": 0}
     for field in DX_FIELDS:
-        if field not in claims.columns:
-            continue
-        rows, codes = _pieces(claims[field])
-        long = pd.DataFrame({"code": codes, "position": np.arange(len(codes))})
+        if field in claims.columns:
+            out[field] = _clean_field(claims, field, source, args, counts)
+    return out, counts
+
+
+def _clean_field(claims, field: str, source: str, args, counts: dict) -> np.ndarray:
+    rows, codes = _pieces(claims[field])
+    flags = (claims[CODE_VERSION].to_numpy(dtype=object)[rows]
+             if CODE_VERSION in claims.columns else np.full(len(rows), None, dtype=object))
+    flags = pd.Series(flags, dtype=object).fillna(SYSTEM_FLAG[args.code_system])
+    placeholder = np.isin(codes, list(cs.CMS_PLACEHOLDERS))
+    legacy = (cs.legacy_icd9(pd.Series(codes, dtype=object), flags) & ~placeholder
+              if args.code_system == cs.ICD9CM else np.zeros(len(codes), dtype=bool))
+    kept = codes.copy()
+    kept[legacy] = cs.normalize(codes[legacy])
+    check = np.flatnonzero(~placeholder & ~legacy)
+    if len(check):
+        long = pd.DataFrame({"code": codes[check], "position": check})
         if CODE_VERSION in claims.columns:
-            long[CODE_VERSION] = claims[CODE_VERSION].to_numpy(dtype=object)[rows]
-        if len(long) == 0:
-            continue
+            long[CODE_VERSION] = flags.to_numpy()[check]
         try:
             clean = clean_codes(long, source, args.code_system, args.drop_unknown, args.mixed,
                                 args.gem)
@@ -207,13 +226,15 @@ def clean_dx_codes(claims: pd.DataFrame, source: str, args) -> tuple[pd.DataFram
             if exc.row is None:
                 raise
             where = field if exc.field == "code" else exc.field
-            raise InputError(source, exc.problem, int(rows[exc.row - 1]) + 1, where) from None
-        kept = np.full(len(codes), None, dtype=object)
+            raise InputError(source, exc.problem, int(rows[check[exc.row - 1]]) + 1,
+                             where) from None
+        kept[check] = None
         kept[clean.table["position"].to_numpy()] = clean.table["code"].to_numpy(dtype=object)
-        out[field] = _joined(rows, kept, len(claims))
-        dropped, mapped = dropped + clean.dropped, mapped + clean.mapped
-    return out, {"code_system": args.code_system, "codes_dropped_unknown": dropped,
-                 "codes_mapped_to_code_system": mapped}
+        counts["codes_dropped_unknown"] += clean.dropped
+        counts["codes_mapped_to_code_system"] += clean.mapped
+    counts["placeholder_codes"] += int(placeholder.sum())
+    counts["legacy_icd9_codes"] += int(legacy.sum())
+    return _joined(rows, kept, len(claims))
 
 
 def _pieces(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
