@@ -15,7 +15,15 @@ Input, two CSV files (plain or gzip, UTF-8, a header line):
 - ``--claims``: ``member_id,claim_id,service_date,dx_code`` and optionally
   ``age_at_service``, ``other_dx_codes``, ``procedure_code``,
   ``place_of_service``, ``specialty``, ``length_of_stay`` (the columns of
-  ``anonymizers.claims``); dx_code may be empty.
+  ``anonymizers.claims``) and ``code_version``; dx_code may be empty.  Dates
+  are ``YYYY-MM-DD`` or ``YYYYMMDD``.
+
+Codes: ``--code-system`` (icd9cm, the default, or icd10cm), ``--drop-unknown``,
+``--mixed``/``--gem`` (``anonymizers.io.clean_codes``) check ``dx_code`` and
+``other_dx_codes`` before anything else (``clean_dx_codes``); the metrics'
+``codes`` counts what was dropped, mapped or kept as written.  The screening
+policy (default: the bundled one of ``--code-system``), the hierarchies and
+the claims must be of one code system, else exit 2 (docs/methods/hhp.md).
 
 Reading chosen: a claim's age is its ``age_at_service`` when the claims have
 that column, otherwise the member's age in whole calendar years on the
