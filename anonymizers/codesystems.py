@@ -24,6 +24,7 @@ says.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,11 @@ CODE_SYSTEMS = (ICD9CM, ICD10CM)
 NAMES = {ICD9CM: "ICD-9-CM", ICD10CM: "ICD-10-CM"}
 # CCW's *_VRSN_CD values (CCW data dictionary: 9 = ICD-9, 0 = ICD-10)
 VERSION_FLAGS = {"9": ICD9CM, "0": ICD10CM}
+#: ICD-9-CM's form of a diagnosis code: DE-SynPUF writes codes of this form
+#: that CMS's final (v32) tabular list lacks (``legacy_icd9``)
+ICD9_DX = re.compile(r"^(\d{3}(\.?\d{1,2})?|V\d{2}(\.?\d{1,2})?|E\d{3}(\.?\d)?)$")
+#: values CMS writes in DE-SynPUF diagnosis fields where a code was masked
+CMS_PLACEHOLDERS = frozenset({"OTHER", "XX000"})
 
 
 def check_system(code_system) -> str:
@@ -270,3 +276,17 @@ def unify(codes, systems, target: str, mixed: str = "refuse", mapping: Mapping |
     keep = checked.keep.copy()
     keep[np.flatnonzero(checked.keep)[lost]] = False
     return Checked(out[~lost], keep, checked.dropped + int(lost.sum()))
+
+
+def legacy_icd9(code, flag) -> np.ndarray:
+    """Rows flagged (or taken as, ``"9"``) ICD-9-CM whose code, normalised,
+    has ICD-9-CM's form (``ICD9_DX``) but is not in CMS's v32 tabular list.
+    The HHP method keeps them (``deid.extract.clean_block_codes``, ``python -m
+    anonymizers hhp``): DE-SynPUF writes such codes (``0421``, ``30511``)."""
+    index, uniques = pd.factorize(pd.Series(normalize(code.to_numpy(dtype=object)),
+                                            dtype=object))
+    kept = np.array([bool(ICD9_DX.match(u)) for u in uniques], dtype=bool)
+    if kept.any():
+        kept[kept] = ~is_valid(uniques[kept].to_numpy(dtype=object), ICD9CM)
+    nine = np.asarray(flag.to_numpy(dtype=object) == "9", dtype=bool)
+    return nine & kept[index] if len(index) else np.zeros(0, dtype=bool)

@@ -1,6 +1,8 @@
 """Fill the source schema with synthetic DE-SynPUF-shaped claims (COPY per chunk),
 or, with ``--layout rif --out DIR``, write them as CCW RIF files
-(``anonymizers.synthetic_rif``) without touching the warehouse."""
+(``anonymizers.synthetic_rif``), or, with ``--layout csv --out DIR``, as the
+command line's input CSVs (``anonymizers.synthetic_csv``), without touching
+the warehouse."""
 
 from __future__ import annotations
 
@@ -75,6 +77,18 @@ def write_rif_files(parser, args) -> int:
     return 0
 
 
+def write_csv_files(parser, args) -> int:
+    """``--layout csv``: the generated members as ``python -m anonymizers``'s inputs."""
+    from anonymizers.synthetic_csv import write_cli_inputs
+
+    if not args.out:
+        parser.error("--layout csv needs --out DIR")
+    config = SyntheticConfig(n_members=args.members, seed=args.seed,
+                             code_system=args.code_system)
+    print(write_cli_inputs(config, args.out))
+    return 0
+
+
 def main(argv=None) -> int:
     import argparse
 
@@ -86,16 +100,19 @@ def main(argv=None) -> int:
     parser.add_argument("--replace", action="store_true", help="empty the source tables first")
     parser.add_argument("--code-system", choices=["icd9cm", "icd10cm"], default="icd9cm",
                         help="diagnosis code system of the generated claims")
-    parser.add_argument("--layout", choices=["synpuf", "rif"], default="synpuf",
+    parser.add_argument("--layout", choices=["synpuf", "rif", "csv"], default="synpuf",
                         help="synpuf: load the warehouse's source schema; rif: write CCW RIF "
-                             "files to --out")
-    parser.add_argument("--out", help="directory of the RIF files (--layout rif)")
+                             "files to --out; csv: write the command line's input CSVs "
+                             "(records, trajectories, members, claims) to --out")
+    parser.add_argument("--out", help="directory of the files (--layout rif or csv)")
     parser.add_argument("--first-year", type=int, default=None,
                         help="first service year of RIF files (default: 2016 for icd10cm, "
                              "2008 for icd9cm)")
     args = parser.parse_args(argv)
     if args.layout == "rif":
         return write_rif_files(parser, args)
+    if args.layout == "csv":
+        return write_csv_files(parser, args)
     ensure_schemas()
     if args.if_empty and source_counts()["beneficiary_summary"]:
         print("source schema already holds claims: nothing loaded")

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from anonymizers.claims.adversary import ROUNDINGS
+from anonymizers.claims.groupings import CODE_SYSTEM as HIERARCHY_CODE_SYSTEM
 from anonymizers.claims.groupings import NAMED as NAMED_HIERARCHIES
 from anonymizers.claims.recoding import ALL_QIS
 from anonymizers.claims.risk import RiskSettings
@@ -101,8 +102,9 @@ class HHPConfig:
         "instead of searching; the release fails if its risk is above max_sup.")
     rare_visible_codes: tuple[str, ...] = param(
         (), kind="str_list",
-        doc="ICD-9 codes or prefixes of rare and visible diseases whose members are "
-        "removed (section 2), added to the policy's list.")
+        doc="Diagnosis codes or prefixes, in the screening policy's code system (ICD-9-CM "
+        "or ICD-10-CM), of rare and visible diseases whose members are removed (section 2), "
+        "added to the policy's list.")
     policy_path: str | None = param(
         None, kind="object", nullable=True, cli=False, check=_source(NAMED_POLICIES),
         json={"type": "string"},
@@ -112,8 +114,9 @@ class HHPConfig:
         None, kind="object", nullable=True, check=_source(NAMED_HIERARCHIES),
         json={"type": "string"},
         option="--hierarchies", metavar="YAML",
-        doc="The generalization hierarchies, a path or a bundled name; None: those of "
-        "the named policy (policy_source, hierarchies_source).")
+        doc="The generalization hierarchies, a YAML file or a bundled name ("
+        + ", ".join(f"{n}: {s}" for n, s in HIERARCHY_CODE_SYSTEM.items())
+        + "); None: those of the named policy (policy_source, hierarchies_source).")
     marketer_population: int | None = param(
         None, kind="int", minimum=1, nullable=True,
         doc="Population size for the marketer risk (section 6); None takes the release as "

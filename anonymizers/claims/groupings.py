@@ -65,6 +65,21 @@ def load_hierarchies(path: str | Path | None = None) -> dict[str, QIHierarchy]:
     return dict(_load(str(Path(path))))
 
 
+def hierarchies_code_system(path: str | Path | None = None) -> str | None:
+    """The diagnosis code system a hierarchy set groups: ``CODE_SYSTEM`` for a
+    bundled name, else read from its ``dx`` levels' kinds (``icd9_ranges``:
+    ICD-9-CM, ``icd10_prefixes``: ICD-10-CM); None without a coded dx level."""
+    if path is None or str(path) in NAMED:
+        return CODE_SYSTEM[str(path or "hhp-2012-v1")]
+    dx = load_hierarchies(path).get("dx")
+    kinds = {lv["kind"] for lv in dx.levels} if dx is not None else set()
+    systems = {KIND_SYSTEM[k] for k in kinds if k in KIND_SYSTEM}
+    return systems.pop() if len(systems) == 1 else None
+
+
+KIND_SYSTEM = {"icd9_ranges": "icd9cm", "icd10_prefixes": "icd10cm"}
+
+
 @lru_cache(maxsize=4)
 def _load(path: str) -> tuple:
     out = []

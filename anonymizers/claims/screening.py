@@ -19,6 +19,10 @@ from anonymizers.errors import InputError
 DAY = np.timedelta64(1, "D")
 NAMED_POLICIES = {"hhp-2012-v1": DEFAULT_POLICY,
                   "hhp-2012-icd10-v1": DATA / "screening_policy_icd10_v1.yaml"}
+#: the diagnosis code system each bundled policy's lists are written in
+POLICY_CODE_SYSTEM = {"hhp-2012-v1": "icd9cm", "hhp-2012-icd10-v1": "icd10cm"}
+#: the bundled policy of each code system (the CLI's default policy)
+POLICY_OF_SYSTEM = {system: name for name, system in POLICY_CODE_SYSTEM.items()}
 COLUMN_OF_FIELD = {"dx": "dx_code", "procedure": "procedure_code",
                    "place_of_service": "place_of_service"}
 
@@ -53,6 +57,14 @@ def named_policy(name: str) -> ScreeningPolicy:
         raise InputError(str(NAMED_POLICIES[name]), f"file has version {policy.version!r}, "
                          f"expected {name!r}")
     return policy
+
+
+def policy_code_system(source: str) -> str | None:
+    """The code system of a policy given as a bundled name or a file: that of
+    the bundled policy whose version the file carries; None when the version
+    is none of theirs (a custodian's own policy, whose system we cannot tell)."""
+    version = source if source in NAMED_POLICIES else load_policy(source).version
+    return POLICY_CODE_SYSTEM.get(version)
 
 
 def screen(claims_df: pd.DataFrame, policy: ScreeningPolicy | str | None = None,

@@ -15,7 +15,15 @@ Input, two CSV files (plain or gzip, UTF-8, a header line):
 - ``--claims``: ``member_id,claim_id,service_date,dx_code`` and optionally
   ``age_at_service``, ``other_dx_codes``, ``procedure_code``,
   ``place_of_service``, ``specialty``, ``length_of_stay`` (the columns of
-  ``anonymizers.claims``); dx_code may be empty.
+  ``anonymizers.claims``) and ``code_version``; dx_code may be empty.  Dates
+  are ``YYYY-MM-DD`` or ``YYYYMMDD``.
+
+Codes: ``--code-system`` (icd9cm, the default, or icd10cm), ``--drop-unknown``,
+``--mixed``/``--gem`` (``anonymizers.io.clean_codes``) check ``dx_code`` and
+``other_dx_codes`` before anything else (``clean_dx_codes``); the metrics'
+``codes`` counts what was dropped, mapped or kept as written.  The screening
+policy (default: the bundled one of ``--code-system``), the hierarchies and
+the claims must be of one code system, else exit 2 (docs/methods/hhp.md).
 
 Reading chosen: a claim's age is its ``age_at_service`` when the claims have
 that column, otherwise the member's age in whole calendar years on the
@@ -54,9 +62,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from anonymizers import codesystems as cs
 from anonymizers.claims import HHPConfig, hhp_release
+from anonymizers.claims.groupings import hierarchies_code_system
 from anonymizers.claims.inputs import OPTIONAL, _dates, _sex
-from anonymizers.claims.policy import DEFAULT_POLICY
+from anonymizers.claims.screening import (
+    NAMED_POLICIES,
+    POLICY_CODE_SYSTEM,
+    POLICY_OF_SYSTEM,
+    policy_code_system,
+)
 from anonymizers.cli.options import (
     add_config_options,
     add_pseudonym_key_option,
@@ -65,13 +80,21 @@ from anonymizers.cli.options import (
     pseudonym_key,
 )
 from anonymizers.errors import InputError
-from anonymizers.io import read_table, write_json
+from anonymizers.io import (
+    CODE_VERSION,
+    add_code_system_arguments,
+    clean_codes,
+    read_table,
+    write_json,
+)
 from anonymizers.verify.claims import verify_hhp
 
-POLICIES = {"hhp-2012-v1": DEFAULT_POLICY}  # bundled screening policies by version
 MEMBER_REQUIRED, MEMBER_OPTIONAL = ["member_id", "sex"], ["birth_date"]
 CLAIM_REQUIRED = ["member_id", "claim_id", "service_date"]
-CLAIM_OPTIONAL = ["dx_code", "age_at_service"] + [c for c in OPTIONAL if c != "birth_date"]
+CLAIM_OPTIONAL = (["dx_code", "age_at_service"] + [c for c in OPTIONAL if c != "birth_date"]
+                  + [CODE_VERSION])
+DX_FIELDS = ("dx_code", "other_dx_codes")  # the diagnosis columns whose codes are checked
+SYSTEM_FLAG = {flag_system: flag for flag, flag_system in cs.VERSION_FLAGS.items()}
 FILES = ("members.csv", "claims.csv", "metrics.json")
 # the value a message of anonymizers.claims.inputs ends with: ": '...'", ", got '...'"
 QUOTED = re.compile(r"(:|,\s*got)\s+('[^']*'|\"[^\"]*\"|-?[\d.]+|nan|None|NaT)$")
@@ -79,37 +102,48 @@ QUOTED = re.compile(r"(:|,\s*got)\s+('[^']*'|\"[^\"]*\"|-?[\d.]+|nan|None|NaT)$"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--members", required=True, metavar="CSV",
-                        help="member_id,sex[,birth_date]")
+                        help="member_id,sex[,birth_date]; birth_date YYYY-MM-DD or YYYYMMDD")
     parser.add_argument("--claims", required=True, metavar="CSV",
-                        help="member_id,claim_id,service_date,dx_code[,age_at_service,...]")
+                        help="member_id,claim_id,service_date,dx_code[,age_at_service,"
+                             f"other_dx_codes,...,{CODE_VERSION}]; service_date YYYY-MM-DD "
+                             "or YYYYMMDD (not RIF's 30-May-2015); "
+                             f"{CODE_VERSION}: CMS's flag of the row's diagnosis codes "
+                             "(9 ICD-9-CM, 0 ICD-10-CM), see --mixed")
     parser.add_argument("--output", dest="output_dir", required=True, metavar="DIR",
                         help=f"folder to write {', '.join(FILES)} in (created if missing)")
-    parser.add_argument("--screening-policy", default="hhp-2012-v1", metavar="NAME|YAML",
-                        help=f"bundled policy ({', '.join(POLICIES)}; default hhp-2012-v1) "
-                             "or a policy YAML file")
+    parser.add_argument("--screening-policy", default=None, metavar="NAME|YAML",
+                        help="bundled policy ("
+                             + ", ".join(f"{n}: {s}" for n, s in POLICY_CODE_SYSTEM.items())
+                             + ") or a policy YAML file; default: the bundled policy of "
+                             "--code-system. The policy's, the hierarchies' and the claims' "
+                             "code systems must agree")
     add_config_options(parser, HHPConfig)
     parser.add_argument("--key", metavar="CSV", default=None,
                         help="also write the pseudonym -> source member id key here "
                              "(identifying: never release it)")
     add_pseudonym_key_option(parser)
     add_verify_option(parser)
+    add_code_system_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     out = _output_dir(args.output_dir)
-    policy = _policy(args.screening_policy)
+    policy = _policy(args.screening_policy, args.code_system)
     key = pseudonym_key(args)
     config = _config(args, policy, key.key)
+    _same_code_system(args.code_system, config)
     with _no_values(args.claims):
         claims = read_claims(args.members, args.claims)
+        claims, codes = clean_dx_codes(claims, str(args.claims), args)
         result = hhp_release(claims, config)
     result.metrics["pseudonyms"] = key.drawn
+    result.metrics["codes"] = codes
     if len(result.members) == 0 or len(result.claims) == 0:
         raise InputError(str(args.claims), "the release would keep no member or no claim "
                          f"(screening removed {result.metrics['members_removed_by_screening']}"
                          f" of {result.metrics['input']['members']} members); nothing written")
-    verdict = None if not args.verify else verify_hhp(result, claims, config.policy_path,
-                                                     config.hierarchies_path)
+    verdict = None if not args.verify else verify_hhp(result, claims, config.policy_source,
+                                                     config.hierarchies_source)
     report = {"seed": result.metrics["seed"], "metrics": result.metrics,
               "verdict": None if verdict is None else verdict.as_dict(),
               "files": [str(out / f) for f in FILES]}
@@ -157,6 +191,92 @@ def read_claims(members_path, claims_path) -> pd.DataFrame:
     return out
 
 
+def clean_dx_codes(claims: pd.DataFrame, source: str, args) -> tuple[pd.DataFrame, dict]:
+    """``claims`` with ``dx_code`` and each code of ``other_dx_codes`` checked
+    against ``args.code_system`` (``anonymizers.io.clean_codes``; a row's
+    ``code_version`` flags all its codes), normalised, and the flag column
+    removed.  An unknown code is an InputError naming its file row and field,
+    or with ``--drop-unknown`` leaves its claim (``dx_code`` then empty);
+    ``--mixed map-to-icd10`` maps flagged ICD-9-CM codes.  As the Airflow
+    extract reads claims for this method (``deid.extract.clean_claim_codes``):
+    CMS's placeholders stay as written, and an ICD-9-CM release keeps codes
+    of ICD-9-CM's form that CMS's v32 list lacks (``codesystems.legacy_icd9``:
+    DE-SynPUF writes them).  Returns the claims and the counts for the metrics."""
+    out = claims.drop(columns=[CODE_VERSION], errors="ignore").copy()
+    counts = {"code_system": args.code_system, "codes_dropped_unknown": 0,
+              "codes_mapped_to_code_system": 0, "placeholder_codes": 0,
+              "legacy_icd9_codes": 0}
+    for field in DX_FIELDS:
+        if field in claims.columns:
+            out[field] = _clean_field(claims, field, source, args, counts)
+    return out, counts
+
+
+def _clean_field(claims, field: str, source: str, args, counts: dict) -> np.ndarray:
+    rows, codes = _pieces(claims[field])
+    flags = (claims[CODE_VERSION].to_numpy(dtype=object)[rows]
+             if CODE_VERSION in claims.columns else np.full(len(rows), None, dtype=object))
+    flags = pd.Series(flags, dtype=object).fillna(SYSTEM_FLAG[args.code_system])
+    placeholder = np.isin(codes, list(cs.CMS_PLACEHOLDERS))
+    legacy = (cs.legacy_icd9(pd.Series(codes, dtype=object), flags) & ~placeholder
+              if args.code_system == cs.ICD9CM else np.zeros(len(codes), dtype=bool))
+    kept = codes.copy()
+    kept[legacy] = cs.normalize(codes[legacy])
+    check = np.flatnonzero(~placeholder & ~legacy)
+    if len(check):
+        long = pd.DataFrame({"code": codes[check], "position": check})
+        if CODE_VERSION in claims.columns:
+            long[CODE_VERSION] = flags.to_numpy()[check]
+        try:
+            clean = clean_codes(long, source, args.code_system, args.drop_unknown, args.mixed,
+                                args.gem)
+        except InputError as exc:
+            if exc.row is None:
+                raise
+            where = field if exc.field == "code" else exc.field
+            raise InputError(source, exc.problem, int(rows[check[exc.row - 1]]) + 1,
+                             where) from None
+        kept[check] = None
+        kept[clean.table["position"].to_numpy()] = clean.table["code"].to_numpy(dtype=object)
+        counts["codes_dropped_unknown"] += clean.dropped
+        counts["codes_mapped_to_code_system"] += clean.mapped
+    counts["placeholder_codes"] += int(placeholder.sum())
+    counts["legacy_icd9_codes"] += int(legacy.sum())
+    return _joined(rows, kept, len(claims))
+
+
+def _pieces(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The non-empty codes of a column (a list of codes split like
+    ``other_dx_codes``) with the 0-based row each comes from."""
+    texts = values.fillna("").astype(str).tolist()
+    pieces = [t.replace(";", " ").replace(",", " ").split() for t in texts]
+    rows = np.repeat(np.arange(len(texts)), [len(p) for p in pieces])
+    return rows, np.array([c for p in pieces for c in p], dtype=object)
+
+
+def _joined(rows: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
+    """Each row's kept codes joined by ';' (NaN where none is left)."""
+    kept: list[list[str]] = [[] for _ in range(n)]
+    for row, code in zip(rows.tolist(), codes.tolist()):
+        if code is not None:
+            kept[row].append(code)
+    return np.array([";".join(k) if k else np.nan for k in kept], dtype=object)
+
+
+def _same_code_system(claims_system: str, config: HHPConfig) -> None:
+    """InputError unless the screening policy and the hierarchies group codes
+    of the claims' code system (a policy file of unknown version is taken at
+    its word)."""
+    for option, value, system in (
+            ("--screening-policy", config.policy_source, policy_code_system(config.policy_source)),
+            ("--hierarchies", config.hierarchies_source,
+             hierarchies_code_system(config.hierarchies_source))):
+        if system is not None and system != claims_system:
+            raise InputError(f"{option} {value}", f"its lists are {system} codes but "
+                             f"--code-system is {claims_system}: give the policy and "
+                             "hierarchies of the claims' code system")
+
+
 def _ages(birth, at, service, msrc: str, csrc: str) -> np.ndarray:
     """Whole calendar years from the member's birth to each service date."""
     if birth is None:
@@ -194,13 +314,15 @@ def _config(args, policy_path: str, key: bytes) -> HHPConfig:
     return config_from_args(HHPConfig, args, policy_path=policy_path, pseudonym_key=key)
 
 
-def _policy(value: str) -> str:
-    if value in POLICIES:
-        return str(POLICIES[value])
-    if Path(value).is_file():
+def _policy(value: str | None, code_system: str) -> str:
+    """A bundled policy name (``NAMED_POLICIES``; None: that of the code
+    system) or the path of a policy file."""
+    if value is None:
+        return POLICY_OF_SYSTEM[code_system]
+    if value in NAMED_POLICIES or Path(value).is_file():
         return value
     raise InputError(f"--screening-policy {value}", "neither a bundled policy "
-                     f"({', '.join(POLICIES)}) nor a policy file")
+                     f"({', '.join(NAMED_POLICIES)}) nor a policy file")
 
 
 def _output_dir(value: str) -> Path:

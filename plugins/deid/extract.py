@@ -34,10 +34,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from anonymizers.codesystems import CMS_PLACEHOLDERS, legacy_icd9
 from anonymizers.errors import InputError
 from deid.paths import sql_text
 from deid.scope import splice
-from deid.synpuf_loader import CMS_PLACEHOLDERS, ICD9_DX
 from deid.warehouse import connect
 
 if TYPE_CHECKING:  # deid.releases imports the methods, which import this module
@@ -255,21 +255,6 @@ def clean_block_codes(code, version, codes: CodePolicy, claim_ids, offset: int,
     keep = kept[index]
     return BlockCodes(out[index[keep]], keep, int((~keep).sum()),
                       int((kept & foreign)[index].sum()))
-
-
-def legacy_icd9(code, flag) -> np.ndarray:
-    """Rows flagged (or taken as) ICD-9-CM whose code, normalised, has
-    ICD-9-CM's form (``deid.synpuf_loader.ICD9_DX``) but is not in CMS's
-    v32 tabular list (``clean_block_codes``)."""
-    from anonymizers.codesystems import is_valid, normalize
-
-    index, uniques = pd.factorize(pd.Series(normalize(code.to_numpy(dtype=object)),
-                                            dtype=object))
-    kept = np.array([bool(ICD9_DX.match(u)) for u in uniques], dtype=bool)
-    if kept.any():
-        kept[kept] = ~is_valid(uniques[kept].to_numpy(dtype=object), "icd9cm")
-    nine = np.asarray(flag.to_numpy(dtype=object) == "9", dtype=bool)
-    return nine & kept[index] if len(index) else np.zeros(0, dtype=bool)
 
 
 def _first(mask) -> int:

@@ -16,23 +16,50 @@ The layout (CCW data dictionary; SOURCES.md describes the sample):
   ``LINE_ICD_DGNS_CD`` (line level), each with its ``*_VRSN_CD`` version
   flag (``'0'`` ICD-10-CM, ``'9'`` ICD-9-CM; ``anonymizers.codesystems``).
 
-Every value used is checked: a missing column, an unparseable date, an empty
-identifier, a bad version flag or a code that is not a code of the system its
-flag names raises ``InputError`` naming the file, the data row (1-based) and
-the field, never the value.  With ``drop_unknown=True`` unknown codes are
-counted and dropped instead.  File kinds come from the CCW file names
-(``carrier``, ``inpatient``, ``beneficiary_2015``...); PDE (drug events,
-no diagnoses) and beneficiary history files are not read.
+Every file is checked whole before anything is loaded, and a fault raises
+``InputError`` naming the file, the data row and the field, never a value
+(no BENE_ID, code or date of the row).  Rows are numbered from 1 over the
+data lines, the header not counted: row N is line N + 1 of the (unzipped)
+file.  Refused:
+
+- bytes that are not UTF-8 (the row, or the header, and the byte offset);
+  a gzip file that does not end (a truncated copy);
+- a line with more or fewer ``|``-separated fields than the header (a file
+  cut short ends in such a line), or a column named twice;
+- a missing column the loader reads: the claim fields, a code column
+  without its version column or a version column without its code column,
+  a gap in ``ICD_DGNS_CD1..`` / ``ICD_DGNS_E_CD1..`` (a whole pair missing
+  between present ones), ``LINE_NUM`` beside line diagnoses.  A pair absent
+  altogether is not an error: the claim types carry different fields
+  (carrier has 12 ``ICD_DGNS_CD``, inpatient 25 and ``ADMTG_DGNS_CD``);
+- an unparseable date, an empty identifier, a bad version flag or a code
+  that is not a code of the system its flag names.
+
+With ``drop_unknown=True`` unknown codes are dropped instead and counted
+per file in diagnoses, the unit of ``source.rif_diagnoses``: a claim-level
+code counts once for its claim however many lines repeat it, a line-level
+code once for its line.  A header-only claim file is accepted, since a
+claim type can legitimately be empty in an extract; the command's summary
+lists the rows read per file, so an empty file shows as
+``0 rows (header only)`` rather than passing unseen.
+File kinds come from the CCW file names (``carrier``, ``inpatient``,
+``beneficiary_2015``...); PDE (drug events, no diagnoses) and beneficiary
+history files are not read.
 
 ``python -m deid.rif_loader DIR [--drop-unknown] [--replace]`` loads a
 folder into the warehouse's ``source.rif_*`` tables (sql/source_schema.sql),
-all or nothing; the extract queries (sql/extract_claims*.sql) read them
+all or nothing: every file is read and checked before the warehouse is
+started or connected to; the extract queries (sql/extract_claims*.sql) read them
 beside the DE-SynPUF tables, so every release runs on either layout.
 """
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,13 +87,14 @@ LINE_DX = ("LINE_ICD_DGNS_CD", "LINE_ICD_DGNS_VRSN_CD")
 @dataclass(frozen=True)
 class RifClaims:
     """One claim file read: ``claims`` (one row per claim), ``diagnoses``
-    (one row per distinct claim, line, field and code) and the number of
-    lines read and of unknown codes dropped."""
+    (one row per distinct claim, line, field and code), the number of lines
+    read and of diagnoses dropped for an unknown code (counted in the unit of
+    ``diagnoses``: a claim-level code once per claim, not once per line)."""
 
     claims: pd.DataFrame
     diagnoses: pd.DataFrame
     lines: int
-    dropped_codes: int
+    dropped_diagnoses: int
 
 
 def kind_of(path: Path) -> tuple[str, int | None]:
@@ -82,13 +110,64 @@ def kind_of(path: Path) -> tuple[str, int | None]:
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """The file's rows as text, header names stripped and upper-cased."""
+    """The file's rows as text, header names stripped and upper-cased; refused
+    (InputError) unless every line is UTF-8 and has the header's number of
+    fields (module docstring)."""
+    source = str(path)
+    text = _decoded(_file_bytes(path), source)
+    lines = text.replace("\r\n", "\n").split("\n")
+    while lines and lines[-1] == "":
+        lines.pop()  # the last line's terminator, and blank lines after it
+    if not lines or not lines[0].strip():
+        raise InputError(source, "file is empty (no header)")
+    header = [c.strip().upper() for c in lines[0].split("|")]
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:
+        raise InputError(source, "column named twice in the header", field=twice[0])
+    counts = np.fromiter((line.count("|") + 1 for line in lines[1:]), dtype=np.int64,
+                         count=len(lines) - 1)
+    ragged = np.flatnonzero(counts != len(header))
+    if ragged.size:
+        row = int(ragged[0]) + 1
+        raise InputError(source, f"{counts[row - 1]} fields where the header has "
+                         f"{len(header)}", row=row)
+    if len(lines) == 1:
+        return pd.DataFrame(columns=header, dtype=str)
+    df = pd.read_csv(io.StringIO("\n".join(lines)), sep="|", dtype=str, keep_default_na=False,
+                     quoting=csv.QUOTE_NONE, skip_blank_lines=False, header=0,
+                     names=header, engine="c", lineterminator="\n")
+    return df
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+BOM = b"\xef\xbb\xbf"
+
+
+def _file_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped when it is a gzip file (by its first bytes)."""
+    raw = path.read_bytes()
+    if raw[:2] != GZIP_MAGIC:
+        return raw
     try:
-        df = pd.read_csv(path, sep="|", dtype=str, keep_default_na=False,
-                         encoding="utf-8-sig", compression="infer")
-    except pd.errors.EmptyDataError:
-        raise InputError(str(path), "file is empty (no header)") from None
-    return df.rename(columns=lambda c: c.strip().upper())
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(str(path), f"not a complete gzip file ({type(exc).__name__})") from None
+
+
+def _decoded(raw: bytes, source: str) -> str:
+    """UTF-8 text, a leading BOM dropped; a byte that is not UTF-8 is named by
+    its line (the data row, or the header) and its offset in the (unzipped) file."""
+    skip = len(BOM) if raw.startswith(BOM) else 0
+    try:
+        return raw[skip:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = skip + exc.start
+        line = raw.count(b"\n", 0, offset)
+        problem = f"not UTF-8 text (byte offset {offset} of the file"
+        problem += ", unzipped)" if source.endswith(".gz") else ")"
+        if line == 0:
+            raise InputError(source, "header is " + problem) from None
+        raise InputError(source, problem, row=line) from None
 
 
 def _column(df: pd.DataFrame, col: str, source: str) -> pd.Series:
@@ -137,16 +216,41 @@ def read_claims(path: Path, drop_unknown: bool = False) -> RifClaims:
     if kind not in CLAIM_TYPES:
         raise InputError(source, "not a claim file")
     df = read_table(path)
+    present = _dx_columns(df.columns, source)
     _ids(df, ["BENE_ID", "CLM_ID"], source)
     claims = pd.DataFrame({c.lower(): _column(df, c, source) for c in CLAIM_FIELDS})
     claims["clm_from_dt"] = _dates(claims["clm_from_dt"], "CLM_FROM_DT", source)
     claims["clm_thru_dt"] = _dates(claims["clm_thru_dt"], "CLM_THRU_DT", source)
-    present = [(c, v) for c, v in CLAIM_DX if c in df.columns]
     _same_on_every_line(df, [*CLAIM_FIELDS, *(x for pair in present for x in pair)], source)
     dx, dropped = _diagnoses(df, present, source, drop_unknown)
     first = ~claims["clm_id"].duplicated().to_numpy()
     claims = claims[first].assign(claim_type=kind).reset_index(drop=True)
     return RifClaims(claims, dx, len(df), dropped)
+
+
+def _dx_columns(columns, source: str) -> list[tuple[str, str]]:
+    """The claim-level (code, version) column pairs of a claim file's header,
+    checked before any row: the claim fields are there, each code column has
+    its version column and each version column its code column, a numbered
+    series (``ICD_DGNS_CD1..``, ``ICD_DGNS_E_CD1..``) has no gap, and line
+    diagnoses come with ``LINE_NUM``: a column missing would lose its codes."""
+    have = set(columns)
+    missing = [c for c in CLAIM_FIELDS if c not in have]
+    for code, flag in [*CLAIM_DX, LINE_DX]:
+        if (code in have) != (flag in have):
+            missing.append(flag if code in have else code)
+    for series in ("ICD_DGNS_CD", "ICD_DGNS_E_CD"):
+        numbers = [int(c[len(series):]) for c in have
+                   if c.startswith(series) and c[len(series):].isdigit()]
+        missing += [f"{series}{i}" for i in range(1, max(numbers, default=0))
+                    if i not in numbers]
+    if LINE_DX[0] in have and "LINE_NUM" not in have:
+        missing.append("LINE_NUM")
+    if missing:
+        raise InputError(source, f"missing column {missing[0]}"
+                         + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+                         field=missing[0])
+    return [(c, v) for c, v in CLAIM_DX if c in have]
 
 
 def _same_on_every_line(df: pd.DataFrame, cols, source: str) -> None:
@@ -167,7 +271,9 @@ def _diagnoses(df: pd.DataFrame, present, source: str, drop: bool):
         parts.append(_dx_part(df, *LINE_DX, df["LINE_NUM"]))
     kept, dropped = [], 0
     for part in parts:
-        part = part[part["code"] != ""]
+        # one diagnosis per claim, line, field and code: a claim-level code
+        # repeated on every line of its claim is checked (and counted) once
+        part = part[part["code"] != ""].drop_duplicates(["clm_id", "line_num", "code", "flag"])
         if part.empty:
             continue
         field, flag = part["field"].iat[0], part["flag_field"].iat[0]
@@ -206,30 +312,33 @@ def _dx_part(df, code_col, flag_col, line) -> pd.DataFrame:
                          else np.full(n, None),
                          "field": code_col, "flag_field": flag_col,
                          "code": df[code_col].str.strip().to_numpy(),
-                         "flag": df[flag_col].to_numpy() if flag_col in df.columns
-                         else np.full(n, "")})
+                         "flag": df[flag_col].to_numpy()})
 
 
-def read_files(paths, drop_unknown: bool = False) -> dict[str, pd.DataFrame]:
+def read_files(paths, drop_unknown: bool = False) -> dict:
     """Every file read and checked: frames per table of sql/source_schema.sql (source.rif_*)
-    (``rif_beneficiary``, ``rif_claims``, ``rif_diagnoses``) and
-    ``dropped_codes``, the number of unknown codes dropped per file name."""
-    benes, claims, dx, dropped = [], [], [], {}
+    (``rif_beneficiary``, ``rif_claims``, ``rif_diagnoses``), ``rows``, the
+    data rows (lines) read per file name (0: a header-only file, accepted), and
+    ``dropped_diagnoses``, the diagnoses dropped for an unknown code per claim
+    file name (``RifClaims``)."""
+    benes, claims, dx, rows, dropped = [], [], [], {}, {}
     for path in map(Path, paths):
         kind, _ = kind_of(path)
         if kind == "beneficiary":
             benes.append(read_beneficiaries(path))
+            rows[path.name] = len(benes[-1])
             continue
         got = read_claims(path, drop_unknown)
         claims.append(got.claims)
         dx.append(got.diagnoses.assign(claim_type=kind))
-        dropped[path.name] = got.dropped_codes
+        rows[path.name] = got.lines
+        dropped[path.name] = got.dropped_diagnoses
     return {"rif_beneficiary": _concat(benes, ["year", *BENE_FIELDS.values()]),
             "rif_claims": _concat(claims, ["claim_type", "bene_id", "clm_id", "clm_from_dt",
                                            "clm_thru_dt"]),
             "rif_diagnoses": _concat(dx, ["claim_type", "bene_id", "clm_id", "line_num",
                                           "field", "code", "code_system"]),
-            "dropped_codes": dropped}
+            "rows": rows, "dropped_diagnoses": dropped}
 
 
 def _concat(frames, cols) -> pd.DataFrame:
@@ -241,14 +350,19 @@ TABLES = ("rif_beneficiary", "rif_claims", "rif_diagnoses")
 
 
 def load_files(paths, drop_unknown: bool = False, replace: bool = False) -> dict[str, int]:
-    """Read and check every file first, then load them in one transaction into
-    the RIF tables of sql/source_schema.sql (which must exist); rows per table
-    and ``unknown_codes_dropped`` (``drop_unknown``).  With ``replace`` the RIF
-    tables are emptied first, in the same transaction."""
+    """Read and check every file first (``read_files``), then load them
+    (``load_frames``)."""
+    return load_frames(read_files(paths, drop_unknown), replace)
+
+
+def load_frames(frames: dict, replace: bool = False) -> dict[str, int]:
+    """Load ``read_files``' frames in one transaction into the RIF tables of
+    sql/source_schema.sql (which must exist); rows per table and
+    ``unknown_diagnoses_dropped``.  With ``replace`` the RIF tables are
+    emptied first, in the same transaction."""
     from deid.pgcopy import copy_frame
     from deid.warehouse import connect
 
-    frames = read_files(paths, drop_unknown)
     counts = {}
     with connect() as conn, conn.cursor() as cur:
         if replace:
@@ -256,7 +370,7 @@ def load_files(paths, drop_unknown: bool = False, replace: bool = False) -> dict
         for table in TABLES:
             copy_frame(cur, f"source.{table}", frames[table])
             counts[table] = len(frames[table])
-    return {**counts, "unknown_codes_dropped": sum(frames["dropped_codes"].values())}
+    return {**counts, "unknown_diagnoses_dropped": sum(frames["dropped_diagnoses"].values())}
 
 
 def rif_files(folder: Path) -> tuple[list[Path], list[Path]]:
@@ -278,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m deid.rif_loader DIR``: load a CCW RIF folder into the
     warehouse's source schema (source.rif_*), all or none; the extract reads
     it beside DE-SynPUF.  A malformed file: one line naming the file, row and
-    field on stderr, exit status 2, nothing loaded."""
+    field on stderr, exit status 2, nothing loaded and the warehouse not
+    started (the files are checked first)."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -298,25 +413,31 @@ def main(argv: list[str] | None = None) -> int:
     files, left = rif_files(args.folder)
     if not any(kind_of(p)[0] != "beneficiary" for p in files):
         parser.error(f"{args.folder}: no CCW RIF claim file (carrier.csv.gz, ...)")
-    from deid import warehouse
     from deid.console import fail, logs_to_stderr
+
+    try:  # every file checked before the warehouse is started or touched
+        frames = read_files(files, args.drop_unknown)
+    except InputError as exc:
+        return fail(exc, 2)
+    from deid import warehouse
 
     try:
         with logs_to_stderr():
             if warehouse.is_embedded():
                 warehouse.ensure_schemas()
-            counts = load_files(files, args.drop_unknown, args.replace)
+            counts = load_frames(frames, args.replace)
     except InputError as exc:
         return fail(exc, 2)
     except warehouse.WarehouseError as exc:  # not reachable, or no Airflow metadata DB
         return fail(exc, 1)
+    for name, n in frames["rows"].items():
+        print(f"{name}: {n} rows" + (" (header only)" if n == 0 else ""))
     for name in TABLES:
         print(f"source.{name}: {counts[name]} rows")
-    print(f"unknown codes dropped: {counts['unknown_codes_dropped']}")
+    print(f"diagnoses dropped for an unknown code: {counts['unknown_diagnoses_dropped']}")
     if left:
         print("not read: " + ", ".join(p.name for p in left))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

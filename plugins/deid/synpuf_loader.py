@@ -26,15 +26,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from anonymizers.codesystems import CMS_PLACEHOLDERS, ICD9_DX
 from anonymizers.errors import InputError
 from deid.pgcopy import copy_frame
 from deid.warehouse import connect
 
 CHUNK_ROWS = 200_000
-ICD9_DX = re.compile(r"^(\d{3}(\.?\d{1,2})?|V\d{2}(\.?\d{1,2})?|E\d{3}(\.?\d)?)$")
-# Values CMS writes in DE-SynPUF diagnosis fields where a code was masked;
-# they are loaded as published and dropped at extract (see deid.extract).
-CMS_PLACEHOLDERS = frozenset({"OTHER", "XX000"})
+# ICD9_DX, CMS_PLACEHOLDERS (declared in anonymizers.codesystems): the placeholders
+# are loaded as published and dropped at extract (see deid.extract).
 KINDS = {"Beneficiary_Summary": "beneficiary_summary", "Inpatient_Claims": "inpatient_claims",
          "Outpatient_Claims": "outpatient_claims", "Carrier_Claims": "carrier_claims"}
 

@@ -9,6 +9,7 @@ import io
 import json
 from contextlib import redirect_stdout
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -196,7 +197,7 @@ def test_output_that_is_a_file(tables, tmp_path, capsys):
 
 def test_release_keeping_nothing_is_an_error(tables, tmp_path, capsys):
     claims = tables[1].copy()
-    claims["dx_code"] = "0420"  # HIV: screening removes every member (section 2)
+    claims["dx_code"] = "042"  # HIV: screening removes every member (section 2)
     m, c = write(tmp_path, tables[0], claims)
     assert hhp(m, c, tmp_path / "out", "--seed", "1", *FAST_ARGS) == 2
     one_error_line(capsys, str(c), "keep no member")
@@ -216,7 +217,7 @@ def test_icd10_claims_with_ccsr_groups(tmp_path, capsys):
     tables = synpuf_tables(code_system="icd10cm")
     m, c = write(tmp_path, *tables)
     assert hhp(m, c, tmp_path / "out", "--seed", "1", "--screening-policy", policy,
-               "--hierarchies", ccsr, "--key", str(tmp_path / "key.csv"), *FAST_ARGS) == 0
+               "--hierarchies", ccsr, "--code-system", "icd10cm", "--key", str(tmp_path / "key.csv"), *FAST_ARGS) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["verdict"]["ok"] and report["metrics"]["hierarchies"] == ccsr
     out = tmp_path / "out"
@@ -266,6 +267,138 @@ def test_seed_is_required(tables, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         hhp(m, c, tmp_path / "out")
     assert exc.value.code == 2 and "--seed" in capsys.readouterr().err
+
+
+def tiny(folder, dx, *, other=None, version=None):
+    """Three members, one claim each (ISO dates), diagnoses ``dx``."""
+    members = pd.DataFrame({"member_id": ["a", "b", "c"], "sex": ["1", "2", "1"],
+                            "birth_date": ["1950-01-01", "1960-02-03", "1970-04-05"]})
+    claims = pd.DataFrame({"member_id": ["a", "b", "c"], "claim_id": ["1", "2", "3"],
+                           "service_date": ["2020-01-02"] * 3, "dx_code": dx})
+    if other is not None:
+        claims["other_dx_codes"] = other
+    if version is not None:
+        claims["code_version"] = version
+    return write(folder, members, claims)
+
+
+ICD10 = ["I10", "M549", "J449"]  # not of ICD-9-CM's form (E119 is: an E code)
+UNKNOWN = "Q99ZZ9X"  # not an ICD-10-CM code
+
+
+@pytest.mark.parametrize("dx, other, row, field", [
+    ([ICD10[0], UNKNOWN, ICD10[2]], None, 2, "dx_code"),
+    (ICD10, ["", f"I10;{UNKNOWN}", ""], 2, "other_dx_codes"),
+])
+def test_an_unknown_code_is_refused(tmp_path, capsys, dx, other, row, field):
+    m, c = tiny(tmp_path, dx, other=other)
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--code-system", "icd10cm",
+               *FAST_ARGS) == 2
+    line = one_error_line(capsys, str(c), f"row {row}", f"'{field}'", "ICD-10-CM")
+    assert UNKNOWN not in line and not (tmp_path / "out").exists()
+
+
+def test_icd10_claims_under_the_default_icd9_code_system_are_refused(tmp_path, capsys):
+    m, c = tiny(tmp_path, ICD10)
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", *FAST_ARGS) == 2
+    one_error_line(capsys, str(c), "row 1", "'dx_code'", "ICD-9-CM")
+
+
+def test_a_flag_of_another_code_system_is_refused(tmp_path, capsys):
+    m, c = tiny(tmp_path, ICD10[:2] + ["4019"], version=["0", "0", "9"])
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--code-system", "icd10cm",
+               *FAST_ARGS) == 2
+    one_error_line(capsys, str(c), "row 3")
+
+
+def test_drop_unknown_drops_and_counts_the_code(tmp_path, capsys):
+    tables = synpuf_tables(n_members=60, code_system="icd10cm")
+    claims = tables[1].copy()
+    claims.loc[3, "dx_code"] = UNKNOWN
+    m, c = write(tmp_path, tables[0], claims)
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--code-system", "icd10cm",
+               "--drop-unknown", *FAST_ARGS) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"]["ok"]
+    codes = report["metrics"]["codes"]
+    assert (codes["code_system"], codes["codes_dropped_unknown"]) == ("icd10cm", 1)
+    assert codes["codes_mapped_to_code_system"] == codes["legacy_icd9_codes"] == 0
+
+
+@pytest.mark.parametrize("policy", [None, "hhp-2012-icd10-v1"])
+def test_icd10_policy_by_name_or_by_code_system(tmp_path, capsys, policy):
+    """``--screening-policy hhp-2012-icd10-v1`` (docs/methods/hhp.md's name)
+    is a bundled policy, and the default under ``--code-system icd10cm``."""
+    m, c = write(tmp_path, *synpuf_tables(n_members=60, code_system="icd10cm"))
+    extra = [] if policy is None else ["--screening-policy", policy]
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--code-system", "icd10cm", *extra,
+               *FAST_ARGS) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"]["ok"]
+    assert report["metrics"]["policy_version"] == "hhp-2012-icd10-v1"
+    assert report["metrics"]["hierarchies"] == "hhp-2012-icd10-v1"
+
+
+@pytest.mark.parametrize("extra, option", [
+    (["--hierarchies", "hhp-2012-icd10-v1"], "--hierarchies hhp-2012-icd10-v1"),
+    (["--hierarchies", "hhp-2012-icd10-ccsr-v1"], "--hierarchies hhp-2012-icd10-ccsr-v1"),
+    (["--screening-policy", "hhp-2012-icd10-v1"], "--screening-policy hhp-2012-icd10-v1"),
+    (["--code-system", "icd10cm", "--screening-policy", "hhp-2012-v1"],
+     "--screening-policy hhp-2012-v1"),
+    (["--code-system", "icd10cm", "--hierarchies", "hhp-2012-v1"], "--hierarchies hhp-2012-v1"),
+])
+def test_code_systems_that_disagree_are_refused(tmp_path, capsys, extra, option):
+    m, c = tiny(tmp_path, ["4019", "25000", "7242"])
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", *extra, *FAST_ARGS) == 2
+    one_error_line(capsys, option, "--code-system")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_policy_file_is_taken_at_its_version(tmp_path, capsys):
+    from anonymizers.claims.policy import DATA
+
+    m, c = tiny(tmp_path, ["4019", "25000", "7242"])
+    policy = str(DATA / "screening_policy_icd10_v1.yaml")
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--screening-policy", policy,
+               *FAST_ARGS) == 2
+    one_error_line(capsys, "--screening-policy", "icd10cm", "--code-system is icd9cm")
+
+
+def test_desynpuf_placeholders_and_legacy_icd9_codes_are_kept(tmp_path):
+    """As the Airflow extract keeps them for this method: CMS's ``OTHER``
+    and an ICD-9-CM-form code the v32 list lacks (``0421``), which DE-SynPUF
+    writes; an ICD-10-CM release keeps no such code."""
+    import argparse
+
+    from anonymizers.cli.hhp import clean_dx_codes
+
+    claims = pd.DataFrame({"dx_code": ["OTHER", "0421", "401.9"],
+                           "other_dx_codes": ["", "4019;0421", np.nan]})
+    args = argparse.Namespace(code_system="icd9cm", drop_unknown=False, mixed="refuse", gem=None)
+    out, counts = clean_dx_codes(claims, "c.csv", args)
+    assert out["dx_code"].tolist() == ["OTHER", "0421", "4019"]
+    assert out["other_dx_codes"].tolist()[1] == "4019;0421"
+    assert (counts["placeholder_codes"], counts["legacy_icd9_codes"]) == (1, 2)
+    ten = argparse.Namespace(code_system="icd10cm", drop_unknown=True, mixed="refuse", gem=None)
+    out, counts = clean_dx_codes(claims, "c.csv", ten)
+    assert out["dx_code"][0] == "OTHER" and out["dx_code"][1:].isna().all()
+    assert out["other_dx_codes"].isna().all() and counts["codes_dropped_unknown"] == 4
+
+
+def test_help_names_every_bundled_name_and_the_input_formats(capsys):
+    from anonymizers.claims.groupings import NAMED
+    from anonymizers.claims.screening import NAMED_POLICIES
+
+    with pytest.raises(SystemExit):
+        main(["hhp", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    text = text.replace("- ", "-")  # argparse wraps at hyphens
+    for name in [*NAMED_POLICIES, *NAMED]:
+        assert f"{name}:" in text, name
+    for option in ("--code-system", "--drop-unknown", "--mixed", "--gem"):
+        assert option in text
+    assert "code_version" in text and "YYYY-MM-DD" in text
+    assert "ICD-9 codes" not in text
 
 
 def test_listed_in_help(capsys):

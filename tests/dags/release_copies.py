@@ -22,7 +22,10 @@ TEST_POLICY = {"medco_codes": {"k": 3, "min_anonymity_set": 5, "seed": 11, "n_cl
                "medco_codes_icd10": {"k": 3, "min_anonymity_set": 5, "seed": 11,
                                      "n_clusters": None},
                "hhp_claims_icd10": {"hhp_iterations": 50, "seed": 7},
-               "hhp_claims_icd10_ccsr": {"hhp_iterations": 50, "seed": 7}}
+               "hhp_claims_icd10_ccsr": {"hhp_iterations": 50, "seed": 7},
+               "gccens_repeated_codes_icd10": {"k": 3}, "ugaclip_diagnoses_icd10": {"k": 3},
+               "disassociation_diagnoses_icd10": {"k": 3, "seed": 5, "refine_window": 4},
+               "lda_trajectories_icd10": {"k": 3}}
 
 
 def write_copies(folder: Path, policy: dict | None = None,

@@ -1,7 +1,7 @@
 """Release DAGs on ICD-10-CM claims (issue 27): the generator's ICD-10-CM
-claims through releases/hhp_claims_icd10.yaml and medco_codes_icd10.yaml
-end to end, with the verifiers passing, and an ICD-9-CM release refusing
-them at the extract."""
+claims through the releases/*_icd10*.yaml files (HHP, MedCo, UGACLIP,
+disassociation, LDA, GCCens) end to end, with the verifiers passing, and an
+ICD-9-CM release refusing them at the extract."""
 
 from __future__ import annotations
 
@@ -38,12 +38,6 @@ def release_files(tmp_path_factory):
     least.update(name="medco_least_ratio", destination={"table": "medco_least_ratio"})
     least["params"].update(frequency_step="least_ratio", n_clusters=3)
     (folder / "medco_least_ratio.yaml").write_text(yaml.safe_dump(least))
-    for name, params in ICD10_COPIES.items():
-        raw = yaml.safe_load((folder / f"{name}.yaml").read_text())
-        raw.update(name=f"{name}_icd10", code_system="icd10cm",
-                   destination={**raw["destination"], "table": f"{name}_icd10"})
-        raw["params"].update(params)
-        (folder / f"{name}_icd10.yaml").write_text(yaml.safe_dump(raw))
     before = os.environ.get("DEID_RELEASES_DIR")
     os.environ["DEID_RELEASES_DIR"] = str(folder)
     os.environ.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", "test-key-not-secret")
@@ -54,13 +48,9 @@ def release_files(tmp_path_factory):
         os.environ["DEID_RELEASES_DIR"] = before
 
 
-# the repository's ICD-9-CM release files, copied with code_system: icd10cm
-# and their ICD-9 settings in ICD-10-CM (the thesis' categories 250, 272,
-# 401, 414, 427, 428, 724 -> E11, E78, I10, I25, I48, I50, M54)
-ICD10_COPIES = {"ugaclip_diagnoses": {"utility_policy": "icd10-level-2"},
-                "disassociation_diagnoses": {"utility_policy": "icd10-level-1"},
-                "lda_trajectories": {"lda_codes": ["E11", "E78", "I10", "I25", "I48", "I50"]},
-                "gccens_repeated_codes": {"gccens_codes": ["E11", "E78", "I10", "M54"]}}
+# the repository's ICD-10-CM files of the methods without a screening step
+ICD10_RELEASES = ("disassociation_diagnoses_icd10", "gccens_repeated_codes_icd10",
+                  "lda_trajectories_icd10", "ugaclip_diagnoses_icd10")
 
 
 def _truncate(warehouse) -> None:
@@ -205,17 +195,18 @@ def test_medco_least_ratio_frequency_step_from_the_release_file(icd10_ids, wareh
     assert all(v["ok"] for v in audit["verdicts"]["verdicts"])
 
 
-@pytest.mark.parametrize("name", sorted(ICD10_COPIES))
-def test_every_method_runs_on_icd10_claims_with_its_verifier(name, icd10_ids, warehouse):
-    """UGACLIP and disassociation with a hierarchy policy over the ICD-10-CM
-    tree, LDA generalizing in it, GCCens: each loads with every verdict OK."""
-    release = f"{name}_icd10"
-    run = _dag(f"deid_{release}").test(run_conf=TEST_POLICY[name])
+@pytest.mark.parametrize("release", ICD10_RELEASES)
+def test_every_method_runs_on_icd10_claims_with_its_verifier(release, icd10_ids, warehouse):
+    """The shipped files: UGACLIP and disassociation with a hierarchy policy
+    over the ICD-10-CM tree, LDA generalizing in it, GCCens: each loads with
+    every verdict OK and its file's thresholds met."""
+    run = _dag(f"deid_{release}").test(run_conf=TEST_POLICY[release])
     audit = _audit(warehouse, release, run.run_id)
     assert str(run.state).endswith("success"), audit["error"]
     assert audit["outcome"] == "loaded" and audit["params"]["code_system"] == "icd10cm"
     verdicts = audit["verdicts"]["verdicts"]
     assert verdicts and all(v["ok"] for v in verdicts), verdicts
+    assert any(v["property"].startswith("threshold ") for v in verdicts), verdicts
     assert audit["metrics"]["extract"]["code_system"] == "icd10cm"
 
 

@@ -315,3 +315,29 @@ def test_a_level_policy_of_the_other_code_system_is_refused(tmp_path):
     """ICD-9 sections over ICD-10-CM claims would group nothing: the file is refused."""
     with pytest.raises(ReleaseConfigError, match="icd9-level-1 groups icd9cm codes"):
         load_release(_write(tmp_path, GOOD + "code_system: icd10cm\n"))
+
+
+#: each ICD-10-CM file of a method without screening -> the ICD-9-CM
+#: parameters it translates, as the file ships them (the files' comments say why)
+ICD10_TRANSLATED = {
+    "ugaclip_diagnoses": {"utility_policy": "icd10-level-2"},
+    "disassociation_diagnoses": {"utility_policy": "icd10-level-1"},
+    "lda_trajectories": {"lda_codes": ["E11", "E78", "I10", "I25", "I48", "I50"]},
+    "gccens_repeated_codes": {"gccens_codes": ["E11", "E78", "I10", "M54"]}}
+
+
+@pytest.mark.parametrize("name", sorted(ICD10_TRANSLATED))
+def test_an_icd10_file_keeps_its_icd9_files_protection_and_schedule(name):
+    """Only the code system and the codes change: k, every other parameter,
+    the thresholds (none loosened), scope and schedule are the ICD-9 file's."""
+    icd9 = load_release(ROOT / "releases" / f"{name}.yaml")
+    icd10 = load_release(ROOT / "releases" / f"{name}_icd10.yaml")
+    assert icd10.codes == releases_mod.CodePolicy(code_system="icd10cm")  # refuse, no drop
+    translated = ICD10_TRANSLATED[name]
+    assert {p: icd10.params[p] for p in translated} == translated
+    rest = set(icd9.params) - set(translated) - {"code_system"}
+    assert {p: icd10.params[p] for p in rest} == {p: icd9.params[p] for p in rest}
+    assert icd10.thresholds == icd9.thresholds and icd10.thresholds
+    assert (icd10.schedule, icd10.scope, icd10.screening_policy) == (
+        icd9.schedule, icd9.scope, icd9.screening_policy)
+    assert icd10.overrides == icd9.overrides and icd10.destination == f"{name}_icd10"

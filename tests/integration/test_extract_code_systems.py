@@ -148,7 +148,7 @@ def test_the_rif_cli_loads_the_sample_and_the_extract_reads_it(empty_source, dat
     assert "ICD_DGNS_CD8" in capsys.readouterr().err
     assert main([str(folder), "--replace", "--drop-unknown"]) == 0
     out = capsys.readouterr().out
-    assert "source.rif_claims: 89 rows" in out and "unknown codes dropped: 4" in out
+    assert "source.rif_claims: 89 rows" in out and "diagnoses dropped for an unknown code: 4" in out
     assert "not read: beneficiary_history.csv.gz, export_summary.csv.gz, pde.csv.gz" in out
     stats = extract_to_parquet(tmp_path / "a.parquet", codes=ICD10)
     df = pd.read_parquet(tmp_path / "a.parquet")

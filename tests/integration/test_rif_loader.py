@@ -47,7 +47,7 @@ def test_sample_reproduces_the_export_summary(rif):
     assert set(dx["code_system"]) == {"icd10cm"} and dx["code"].str.len().ge(3).all()
     # Synthea wrote placeholder-padded partial codes (M8000X, S8290X: the
     # 7th character missing); ICD-10-CM has no such code, so they are dropped
-    assert frames["dropped_codes"] == {"carrier.csv.gz": 0, "dme.csv.gz": 2, "hha.csv.gz": 0,
+    assert frames["dropped_diagnoses"] == {"carrier.csv.gz": 0, "dme.csv.gz": 2, "hha.csv.gz": 0,
                                        "hospice.csv.gz": 0, "inpatient.csv.gz": 2,
                                        "outpatient.csv.gz": 0, "snf.csv.gz": 0}
 
@@ -154,7 +154,7 @@ def test_sample_loads_into_the_rif_source_tables(warehouse, rif):
         assert per_type == {"carrier": 37, "dme": 1, "hha": 14, "hospice": 1, "inpatient": 16,
                             "outpatient": 19, "snf": 1}
         assert counts["rif_claims"] == 89 and counts["rif_diagnoses"] == n_dx > 0
-        assert counts["unknown_codes_dropped"] == 4
+        assert counts["unknown_diagnoses_dropped"] == 4
     finally:  # other tests' extracts read the RIF tables too
         with warehouse.connect() as conn, conn.cursor() as cur:
             cur.execute(TRUNCATE_RIF)
