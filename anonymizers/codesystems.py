@@ -218,33 +218,47 @@ def _plurality_category(targets: list) -> str:
 
 
 MIXED = ("refuse", "map")
+#: why ``unify`` refuses a row of another system, as the DAG's release file says it;
+#: a caller with other options (the CLI's ``--mixed``) passes its own wording
+RELEASE_FILE_REFUSAL = "the release file refuses mixed code systems (mixed: refuse)"
 
 
 def unify(codes, systems, target: str, mixed: str = "refuse", mapping: Mapping | None = None,
-          source: str = "codes", field: str = "code", drop: bool = False) -> Checked:
+          source: str = "codes", field: str = "code", drop: bool = False,
+          refusal: str = RELEASE_FILE_REFUSAL) -> Checked:
     """Codes of rows in several code systems (``systems``, one per row, e.g.
     from ``system_of_flags``) as codes of ``target`` alone, as the release
     file says in ``mixed``:
 
-    - ``refuse``: a row in another system is an InputError naming it;
+    - ``refuse``: a row in another system is an InputError naming it, the
+      error ending with ``refusal`` (what refuses it);
     - ``map``: a row in another system is mapped through ``mapping`` (from
       ``gem_forward``: ICD-9-CM to ICD-10-CM).  A code the map cannot carry
       is an InputError naming its row, or is dropped and counted with
       ``drop=True``, as are unknown codes of either system.
 
-    Each code is first validated against its own row's system.
+    Each code is first validated against its own row's system: a row whose
+    code is not a code of the system its flag names is an unknown code
+    (refused as "not a code of the code system its version flag names", or
+    dropped and counted with ``drop=True``) under either ``mixed``, as the
+    RIF loader (``deid.rif_loader``) says it; only a valid code of another
+    system is refused as mixed.  The first row in error, in row order, is the
+    one named.
     """
     check_system(target)
     if mixed not in MIXED:
         raise ParameterError("mixed", f"must be one of {list(MIXED)}, got {mixed!r}")
     systems = np.asarray(systems, dtype=object)
     foreign = systems != target
-    if foreign.any() and mixed == "refuse":
-        row = int(np.flatnonzero(foreign)[0]) + 1
-        raise InputError(source, f"a {NAMES.get(systems[row - 1], 'code')} code in a release "
-                         f"over {NAMES[target]}; the release file refuses mixed code systems "
-                         "(mixed: refuse)", row=row, field=field)
-    checked = validate(codes, systems, source, field, drop)
+    checked = validate(codes, systems, source, field, drop=True)
+    refused = foreign & checked.keep if mixed == "refuse" else np.zeros(len(foreign), bool)
+    wrong = refused | (np.zeros(len(foreign), bool) if drop else ~checked.keep)
+    if wrong.any():
+        row = int(np.flatnonzero(wrong)[0]) + 1
+        if not refused[row - 1]:
+            validate(codes, systems, source, field)  # raises at ``row``, the first unknown
+        raise InputError(source, f"an {NAMES[systems[row - 1]]} code in a release over "
+                         f"{NAMES[target]}; {refusal}", row=row, field=field)
     other = foreign[checked.keep]
     if not other.any():
         return checked

@@ -192,6 +192,10 @@ CODE_VERSION = "code_version"
 MIXED = {"refuse": "refuse", "map-to-icd10": "map"}  # CLI flag -> codesystems.unify
 GEM_COLUMNS = ["icd9cm", "icd10cm", "no_map", "combination", "scenario", "choice_list",
                "approximate"]
+# why a row of another code system is refused on the command line (the DAG's
+# extract says it of its release file: codesystems.RELEASE_FILE_REFUSAL)
+CLI_REFUSAL = ("--mixed refuse (the default) refuses mixed code systems; "
+               "--mixed map-to-icd10 maps ICD-9-CM rows through --gem")
 
 
 def add_code_system_arguments(parser) -> None:
@@ -222,16 +226,28 @@ class CleanCodes:
         return {"code_system": code_system, "rows_dropped_unknown_code": self.dropped,
                 "rows_mapped_to_code_system": self.mapped}
 
+    def summary(self) -> str:
+        """The counts for a command's summary line, naming no code:
+        ``"1 row dropped (--drop-unknown), 0 mapped (--mixed map-to-icd10)"``."""
+        rows = "row" if self.dropped == 1 else "rows"
+        return f"{self.dropped} {rows} dropped (--drop-unknown), " \
+               f"{self.mapped} mapped (--mixed map-to-icd10)"
+
 
 def clean_codes(df: pd.DataFrame, source: str, code_system: str, drop_unknown: bool = False,
                 mixed: str = "refuse", gem: str | None = None,
-                keep_spelling: bool = False) -> CleanCodes:
+                keep_spelling: bool = False, refusal: str = CLI_REFUSAL) -> CleanCodes:
     """``df`` (as ``read_table`` gives it) with ``code`` normalised and
     validated against ``code_system`` (``anonymizers.codesystems``): an
     unknown code is an InputError naming its row and field, or its row is
     dropped and counted with ``drop_unknown``.  With a ``code_version``
     column, rows of another system are refused or mapped into ICD-10-CM, as
     ``mixed`` says (``refuse`` / ``map-to-icd10``); the column is removed.
+    A refusal of another system's row ends with ``refusal``, what refuses
+    it: the command line's ``--mixed`` by default, the release file's
+    ``mixed`` for the DAG's extract (``codesystems.RELEASE_FILE_REFUSAL``).
+    A row whose code is not a code of the system its flag names is an
+    unknown code (``codesystems.unify``).
 
     ``keep_spelling`` (for methods that treat codes as opaque strings, whose
     output other commands match against their own inputs and policies, e.g.
@@ -256,7 +272,7 @@ def clean_codes(df: pd.DataFrame, source: str, code_system: str, drop_unknown: b
         if MIXED[mixed] == "map" and foreign.any():
             mapping = _gem_mapping(gem, code_system, df["code"][systems == cs.ICD9CM])
         checked = cs.unify(df["code"].to_numpy(dtype=object), systems, code_system,
-                           MIXED[mixed], mapping, source, "code", drop_unknown)
+                           MIXED[mixed], mapping, source, "code", drop_unknown, refusal)
     table = df[checked.keep].drop(columns=[CODE_VERSION], errors="ignore")
     codes = checked.codes
     if keep_spelling:
@@ -293,5 +309,33 @@ def _gem_mapping(gem: str | None, code_system: str, icd9_codes):
     if gem is None:
         raise ParameterError("gem", "--mixed map-to-icd10 needs --gem (CMS's ICD-9 -> "
                                     "ICD-10-CM General Equivalence Mapping)")
-    table = read_table(gem, GEM_COLUMNS)
-    return cs.gem_forward(table, sources=cs.normalize(icd9_codes.to_numpy(dtype=object)))
+    return cs.gem_forward(read_gem(gem),
+                          sources=cs.normalize(icd9_codes.to_numpy(dtype=object)))
+
+
+def read_gem(path: str | Path) -> pd.DataFrame:
+    """CMS's forward GEM (ICD-9-CM -> ICD-10-CM) with ``GEM_COLUMNS``, for
+    ``codesystems.gem_forward``.
+
+    A backward GEM (ICD-10-CM -> ICD-9-CM, CMS's ``2018_I10gem``, as
+    anonymizers/data/hhp/gem/icd10cmtoicd9gem.csv.gz holds it) has the same
+    columns, so reading them by name would silently map through the wrong
+    file.  It is refused (InputError naming the file, no code quoted) when
+    its header puts ``icd10cm`` before ``icd9cm`` (the source code comes
+    first in CMS's files and in the project's tables), or when most of its
+    ``icd9cm`` column's codes are ICD-10-CM codes and not ICD-9-CM ones
+    (columns relabelled)."""
+    from anonymizers import codesystems as cs
+    source = str(path)
+    with _open_binary(Path(path)) as f:
+        names = _read_header(f, source, GEM_COLUMNS, [])
+    table = read_table(path, GEM_COLUMNS)
+    sources = pd.unique(cs.normalize(table["icd9cm"].to_numpy(dtype=object)))
+    as_icd10 = int(cs.is_valid(sources, cs.ICD10CM).sum())
+    as_icd9 = int(cs.is_valid(sources, cs.ICD9CM).sum())
+    if names.index("icd10cm") < names.index("icd9cm") or as_icd10 > as_icd9:
+        raise InputError(source, "a backward (ICD-10-CM -> ICD-9-CM) GEM: its source column "
+                         "holds ICD-10-CM codes; the mapping needs CMS's forward ICD-9-CM -> "
+                         "ICD-10-CM GEM (2018_I9gem), source column icd9cm first",
+                         field="icd9cm")
+    return table

@@ -16,6 +16,14 @@ knowledge, or the private maps the operator holds):
   without it records are linked by equal pseudonyms; ``--population`` is
   required;
 - medco: the dummy map CSV of ``dummies --dummy-map``.
+
+``--code-system``, ``--drop-unknown``, ``--mixed`` and ``--gem`` apply to the
+source tables that hold codes (``--truth`` of disassociation, ugaclip and
+lda; ``--population`` of gccens), which must be cleaned as the method's
+command cleaned its input (same options), or the attack would compare the
+release with codes it never held: an unknown code exits 2 naming its row, or
+is dropped and counted (the report's ``truth_codes``).  The releases are not
+checked again: they are the output of a command that validated their codes.
 """
 
 from __future__ import annotations
@@ -24,7 +32,13 @@ import json
 import sys
 
 from anonymizers.errors import InputError
-from anonymizers.io import read_json, read_table
+from anonymizers.io import (
+    CODE_VERSION,
+    add_code_system_arguments,
+    clean_codes,
+    read_json,
+    read_table,
+)
 from anonymizers.successive.registry import ATTACKS, attack_for
 
 
@@ -45,6 +59,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--population", metavar="CSV", help="gccens: the population")
     parser.add_argument("--min-codes", type=int, default=3,
                         help="medco: records with at least this many codes are attacked")
+    add_code_system_arguments(parser)
 
 
 def run(args) -> int:
@@ -54,7 +69,13 @@ def run(args) -> int:
         raise InputError("--truth", f"{len(args.truth)} files for {len(args.releases)} releases")
     attack = attack_for(args.method)
     releases, truth, kwargs = _inputs(args)
+    cleaned = kwargs.pop("cleaned")
     report = attack(releases, truth, **kwargs)
+    if cleaned:
+        report["truth_codes"] = {
+            "code_system": args.code_system,
+            "rows_dropped_unknown_code": sum(c.dropped for c in cleaned),
+            "rows_mapped_to_code_system": sum(c.mapped for c in cleaned)}
     print(json.dumps(report, default=_plain))
     verdict = report.get("breached")
     if verdict is None:
@@ -65,37 +86,54 @@ def run(args) -> int:
 
 def _inputs(args) -> tuple[list, list | None, dict]:
     """(releases, truth, keyword arguments) in the shape the method's attack takes."""
-    method, truth = args.method, None
+    method, truth, cleaned = args.method, None, []
     if method == "medco":
         releases = [read_table(r, ["patient_id", "code"]) for r in args.releases]
         if args.truth:
             truth = [read_table(t, ["pseudonym", "is_dummy"], ["source_patient_id"])
                      for t in args.truth]
-        return releases, truth, {"min_codes": args.min_codes}
+        return releases, truth, {"min_codes": args.min_codes, "cleaned": cleaned}
     releases = [read_json(r) for r in args.releases]
-    kwargs = {"k": args.k}
+    kwargs = {"k": args.k, "cleaned": cleaned}
     if method == "disassociation":
-        truth = _tables(args.truth, ["patient_id", "code"])
+        truth = _coded(args.truth, ["patient_id", "code"], args, cleaned)
         kwargs["m"] = args.m
     elif method == "ugaclip":
-        truth = _tables(args.truth, ["patient_id", "code"])
+        truth = _coded(args.truth, ["patient_id", "code"], args, cleaned)
         kwargs["m"] = args.m
         if args.privacy_policy:
             kwargs["constraints"] = [c for p in args.privacy_policy
                                      for c in read_json(p).get("constraints", [])]
     elif method == "lda":
-        truth = _tables(args.truth, ["patient_id", "code", "age"], ["service_date"])
+        truth = _coded(args.truth, ["patient_id", "code", "age"], args, cleaned,
+                       ["service_date"], keep_spelling=False)  # lda releases normalised codes
         kwargs["maps"] = _tables(args.maps, ["pseudonym", "patient_id"])
     elif method == "gccens":
         truth = _tables(args.truth, ["patient_id", "original_id"])
         if args.population is None:
             raise InputError("--population", "gccens is judged against its population")
-        kwargs["population"] = read_table(args.population, ["patient_id", "code"], ["count"])
+        kwargs["population"] = _coded([args.population], ["patient_id", "code"], args, cleaned,
+                                      ["count"])[0]
     return releases, truth, kwargs
 
 
 def _tables(paths, required, optional=()):
     return None if paths is None else [read_table(p, required, list(optional)) for p in paths]
+
+
+def _coded(paths, required, args, cleaned: list, optional=(), keep_spelling=True):
+    """The tables of ``paths`` with their codes cleaned as the method's command
+    cleans its input (``clean_codes``); each cleaning is appended to ``cleaned``."""
+    if paths is None:
+        return None
+    tables = []
+    for path in paths:
+        clean = clean_codes(read_table(path, required, [*optional, CODE_VERSION]), str(path),
+                            args.code_system, args.drop_unknown, args.mixed, args.gem,
+                            keep_spelling=keep_spelling)
+        cleaned.append(clean)
+        tables.append(clean.table)
+    return tables
 
 
 def _plain(x):

@@ -22,6 +22,14 @@ it names real patients and links dummies across releases.  With ``--state``
 the key draws the generation's random choices too (``persist.run_seed``), so
 a lineage run is drawn again only with the same ``--pseudonym-key-file``;
 without one it cannot be drawn again at all.
+
+``--code-system`` (icd9cm, the default, or icd10cm), ``--drop-unknown``,
+``--mixed`` and ``--gem`` check the input's codes before anything is drawn,
+as every command reading codes does (``anonymizers.io.clean_codes``): an
+unknown code exits 2 naming its row, writing nothing, or its row is dropped
+and counted (``rows_dropped_unknown_code`` in the metrics), so it never
+reaches the release.  Codes keep the input's spelling, which the clusters of
+``cluster-codes`` (same input, same options) use too.
 """
 
 from __future__ import annotations
@@ -40,7 +48,13 @@ from anonymizers.cli.options import (
 )
 from anonymizers.dummies import DummyConfig, NoReleaseError, generate_dummies, persist
 from anonymizers.errors import InputError
-from anonymizers.io import read_json, read_table
+from anonymizers.io import (
+    CODE_VERSION,
+    add_code_system_arguments,
+    clean_codes,
+    read_json,
+    read_table,
+)
 from anonymizers.verify.dummies import verify_dummies
 
 
@@ -61,13 +75,17 @@ def add_arguments(parser) -> None:
     add_config_options(parser, DummyConfig)
     add_pseudonym_key_option(parser)
     add_verify_option(parser)
+    add_code_system_arguments(parser)
 
 
 def run(args) -> int:
     _check_state_options(args)
     key = pseudonym_key(args)
     config = config_from_args(DummyConfig, args, pseudonym_key=key.key)
-    df = read_table(args.input, ["patient_id", "code"])
+    clean = clean_codes(read_table(args.input, ["patient_id", "code"], [CODE_VERSION]),
+                        str(args.input), args.code_system, args.drop_unknown, args.mixed,
+                        args.gem, keep_spelling=True)
+    df = clean.table
     previous = persist.read_state(args.previous_state) if args.previous_state else None
     if args.clusters is not None:
         clusters = _read_clusters(args.clusters)
@@ -84,7 +102,8 @@ def run(args) -> int:
     verdict = verify_dummies(df, result.released, result.dummy_map, clusters,
                              args.min_anonymity_set) if args.verify else None
     print(json.dumps({"metrics": {**result.metrics, "seed": config.seed,
-                                  "pseudonyms": key.drawn, **_lineage_draws(state, key)},
+                                  "pseudonyms": key.drawn, **_lineage_draws(state, key),
+                                  **clean.metrics(args.code_system)},
                       "verdict": None if verdict is None else verdict.as_dict()}, indent=1))
     if verdict is not None and not verdict.ok:
         print("error: the release failed verification; nothing was written", file=sys.stderr)

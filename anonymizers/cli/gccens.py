@@ -64,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     pseudonyms = pseudonym_key(args)
-    sample, sample_codes = _read(args.input, args)
-    population, population_codes = _read(args.population, args)
+    sample, sample_clean = _read(args.input, args)
+    population, population_clean = _read(args.population, args)
     config = config_from_args(GCCensConfig, args, caps=_caps(args),
                               pseudonym_key=pseudonyms.key)
     result, key = gccens(sample, population, config)
@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     document = release_document(result)
     document["metrics"].update({"code_system": args.code_system,
-                                "sample_codes": sample_codes, "population_codes": population_codes,
+                                "sample_codes": _counts(sample_clean, args),
+                                "population_codes": _counts(population_clean, args),
                                 "seed": config.seed, "pseudonyms": pseudonyms.drawn})
     document["verification"] = None if verdict is None else verdict.as_dict()
     write_json(document, args.output)
@@ -87,17 +88,24 @@ def run(args: argparse.Namespace) -> int:
     print(f"released {m['n_records']} records k-mapped (k={m['k']}) to "
           f"{m['n_population']} population records; mean CUL {_fmt(m['cul_mean'])}, "
           f"{m['records_modified']:.1%} of records censored by the loop")
+    print(f"codes: sample {sample_clean.summary()}; population {population_clean.summary()}")
     return 0
 
 
 def _read(path, args):
-    """A table with its codes checked, and what checking them dropped or mapped."""
+    """A table with its codes checked, and its ``CleanCodes`` (what checking
+    them dropped or mapped)."""
     clean = clean_codes(read_table(path, COLUMNS, ["count", CODE_VERSION]), str(path),
                         args.code_system, args.drop_unknown, args.mixed, args.gem,
                         keep_spelling=True)
+    return clean.table, clean
+
+
+def _counts(clean, args) -> dict:
+    """The metrics of one table's cleaning (the code system is said once)."""
     counts = clean.metrics(args.code_system)
     del counts["code_system"]
-    return clean.table, counts
+    return counts
 
 
 def _caps(args):

@@ -18,6 +18,7 @@ icd10cm): codes are normalised and validated against it before LDA runs
 ``--drop-unknown``), and LDA generalizes them through its tree.  An optional
 ``code_version`` column gives each row's system as CCW's flag ('9', '0');
 ``--mixed`` refuses or maps rows of the other system (``anonymizers.io.clean_codes``).
+One summary line on stdout says how many rows were dropped or mapped.
 
 The CSV's rows are the trajectories' pairs as given (a multiset); the
 pipeline's release step gives each patient's distinct (code, age) pairs
@@ -90,6 +91,8 @@ def run(args) -> int:
     write_json(release_json(result), args.output)
     if args.map:
         result.pseudonym_map.to_csv(args.map, index=False)
+    print(f"lda: {len(result.patients)} patients (k={config.k}) -> {args.output}; "
+          f"{clean.summary()}")
     return 0
 
 

@@ -16,9 +16,18 @@ from __future__ import annotations
 
 import sys
 
-from anonymizers.cli.options import add_config_options, add_verify_option, config_from_args
-from anonymizers.io import (CODE_VERSION, add_code_system_arguments, clean_codes, read_table,
-                            write_json)
+from anonymizers.cli.options import (
+    add_config_options,
+    add_verify_option,
+    config_from_args,
+)
+from anonymizers.io import (
+    CODE_VERSION,
+    add_code_system_arguments,
+    clean_codes,
+    read_table,
+    write_json,
+)
 from anonymizers.ppe import PPEConfig, extract_policy
 from anonymizers.verify.ppe import verify_policy
 
@@ -50,5 +59,6 @@ def run(args) -> int:
                args.output)
     m = result.metrics
     print(f"ppe: {m['n_constraints']} constraints from {m['n_filtered_records']} filtered records "
-          f"({m['n_patients']} patients, k={config.k}, {config.filter}) -> {args.output}")
+          f"({m['n_patients']} patients, k={config.k}, {config.filter}) -> {args.output}; "
+          f"{clean.summary()}")
     return 0

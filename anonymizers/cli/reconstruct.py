@@ -4,7 +4,13 @@ The seed and the rules used are printed (a reconstruction has no guarantee
 of its own to verify: it is drawn from a verified release).  Its record ids
 are drawn from the seed and need no key: they name records drawn from the
 release, which holds no source id, so replaying them maps back to no
-patient."""
+patient.
+
+No ``--code-system``/``--drop-unknown``/``--mixed``: the input is a release,
+not source codes.  ``disassociate`` validated and cleaned its codes (with
+those options) before releasing them, and a reconstruction must draw from
+the release as published: dropping or mapping a released code here would
+draw a dataset the release does not describe."""
 
 from __future__ import annotations
 

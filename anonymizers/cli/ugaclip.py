@@ -83,7 +83,7 @@ def run(args) -> int:
     print(f"ugaclip: {m['n_records']} records, {m['n_generalized_items']} generalized items, "
           f"{m['suppressed_codes']} codes suppressed ({m['suppressed_occurrences']} occurrences), "
           f"{m['utility_constraints']['n_satisfied']}/{m['utility_constraints']['n_present']} "
-          f"utility constraints satisfied -> {args.output}")
+          f"utility constraints satisfied -> {args.output}; {clean.summary()}")
     return 0
 
 
@@ -99,8 +99,8 @@ def _utility_policy(args, codes):
     mapping = None
     if args.gem:
         from anonymizers.codesystems import gem_forward
-        from anonymizers.io import GEM_COLUMNS
+        from anonymizers.io import read_gem
 
-        mapping = gem_forward(read_table(args.gem, GEM_COLUMNS))
+        mapping = gem_forward(read_gem(args.gem))
     return load_utility_policy(args.utility_policy, strip_dots=args.strip_dots,
                                code_system=args.code_system, mapping=mapping)

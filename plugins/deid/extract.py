@@ -217,7 +217,7 @@ def clean_block_codes(code, version, codes: CodePolicy, claim_ids, offset: int,
     DE-SynPUF writes such codes (``0421``, ``30511``, ``71860``), and an ICD-9
     release's output must not change.  No ICD-10-CM release keeps them: mapped
     through the GEM, they are unknown codes."""
-    from anonymizers.codesystems import NAMES, normalize
+    from anonymizers.codesystems import NAMES, RELEASE_FILE_REFUSAL, normalize
     from anonymizers.io import CODE_VERSION, clean_codes
 
     if isinstance(code, pa.ChunkedArray):
@@ -234,7 +234,7 @@ def clean_block_codes(code, version, codes: CodePolicy, claim_ids, offset: int,
     checked = frame[~legacy]
     try:
         clean = clean_codes(checked, "the extract", codes.code_system, codes.drop_unknown,
-                            codes.mixed, codes.gem)
+                            codes.mixed, codes.gem, refusal=RELEASE_FILE_REFUSAL)
     except InputError as exc:
         if exc.row is None:
             raise

@@ -15,8 +15,11 @@ from anonymizers.verify.dummies import verify_dummies
 @pytest.fixture()
 def patients(tmp_path):
     rng = np.random.default_rng(0)
-    codes = ["-1", "V15.4", "E950", "10292", "401", "250", "0401", "é"]
-    codes += [str(i) for i in range(12)]
+    # ICD-9-CM codes (the commands' default code system), some spelled with a
+    # dot or a leading zero, which the release keeps
+    codes = ["V15.4", "E950", "4011", "401", "250", "0401", "7140", "496"]
+    codes += ["4019", "2724", "4280", "42731", "5849", "5990", "2449", "41401", "25000",
+              "V5861", "53081", "311"]
     rows = [(f"{1000 + p}", c) for p in range(120)
             for c in rng.choice(codes, size=rng.integers(1, 5), replace=False)]
     path = tmp_path / "patients.csv"
@@ -42,7 +45,7 @@ def test_cluster_then_dummies(tmp_path, patients, capsys):
     dmap = pd.read_csv(private, dtype=str, keep_default_na=False)
     assert list(rel.columns) == ["patient_id", "code"]
     assert list(dmap.columns) == ["pseudonym", "is_dummy", "source_patient_id"]
-    assert set(rel["code"]) >= {"-1", "V15.4", "é"}  # codes survive the round trip as strings
+    assert set(rel["code"]) >= {"V15.4", "0401"}  # codes keep their spelling
     original = pd.read_csv(patients, dtype=str, keep_default_na=False)
     assert verify_dummies(original, rel, dmap, data["clusters"], 5).ok
     assert rel["patient_id"].is_monotonic_increasing  # pseudonym order, not real-then-dummy
@@ -79,11 +82,11 @@ def test_bad_clusters_file(patients, tmp_path, capsys, content, message):
 
 
 def test_input_without_release_exits_2_with_one_line(tmp_path, capsys):
-    # b needs a second occurrence, but both one-code sets are taken
+    # 250 needs a second occurrence, but both one-code sets are taken
     src = tmp_path / "p.csv"
-    src.write_text("patient_id,code\n1,a\n2,a\n3,a\n4,b\n")
+    src.write_text("patient_id,code\n1,401\n2,401\n3,401\n4,250\n")
     clusters = tmp_path / "c.json"
-    clusters.write_text('{"clusters": [["a", "b"]]}')
+    clusters.write_text('{"clusters": [["401", "250"]]}')
     out, dmap = tmp_path / "released.csv", tmp_path / "m.csv"
     assert main(["dummies", "--clusters", str(clusters), "--seed", "1", "--input", str(src),
                  "--output", str(out), "--dummy-map", str(dmap)]) == 2

@@ -321,12 +321,21 @@ def test_attack_without_truth_counts_guesses():
     json.dumps(report)
 
 
+def as_icd9(df: pd.DataFrame, n_codes: int = 40) -> pd.DataFrame:
+    """``df`` with ``cohort``'s labels replaced by ICD-9-CM categories (the CLI
+    validates codes against its default code system), in the same sort order."""
+    from anonymizers import codesystems as cs
+    valid = [c for c in (f"{i:03d}" for i in range(1, 1000)) if cs.is_valid([c], "icd9cm")[0]]
+    labels = sorted(f"c{c}" for c in range(n_codes))
+    return df.assign(code=df["code"].map(dict(zip(labels, valid))))
+
+
 def test_cli_lineage_matches_in_process(tmp_path, capsys):
     """``dummies --state`` then ``--previous-state``: the harness and the DAG run
     the same code; without the state the attack wins, with it it does not."""
     first, second = two_cohorts(n=400, seed=7)
     for i, df in enumerate((first, second), 1):
-        df.to_csv(tmp_path / f"in{i}.csv", index=False)
+        as_icd9(df).to_csv(tmp_path / f"in{i}.csv", index=False)
     clusters = tmp_path / "c.json"
     assert main(["cluster-codes", "--min-anonymity-set", "8", "--input",
                  str(tmp_path / "in1.csv"), "--output", str(clusters)]) == 0

@@ -135,7 +135,7 @@ def test_an_icd9_release_refuses_icd10_flagged_codes(icd10_source, tmp_path):
     with pytest.raises(InputError, match="refuses mixed code systems") as err:
         extract_to_parquet(tmp_path / "a.parquet")
     assert err.value.field == "code"
-    assert "a ICD-10-CM code in a release over ICD-9-CM" in str(err.value)
+    assert "an ICD-10-CM code in a release over ICD-9-CM" in str(err.value)
 
 
 @pytest.mark.datasets
