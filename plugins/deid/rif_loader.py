@@ -111,8 +111,11 @@ def kind_of(path: Path) -> tuple[str, int | None]:
 
 def read_table(path: Path) -> pd.DataFrame:
     """The file's rows as text, header names stripped and upper-cased; refused
-    (InputError) unless every line is UTF-8 and has the header's number of
-    fields (module docstring)."""
+    (InputError) unless every line is UTF-8 without NUL bytes and has the
+    header's number of fields (module docstring).  The whole file is checked
+    in memory (its bytes, text and lines beside the frame: about 4-5 times its
+    size) so that nothing is read into pandas before it passes; a file of
+    several GB needs that much memory (a streaming check is left to do)."""
     source = str(path)
     text = _decoded(_file_bytes(path), source)
     lines = text.replace("\r\n", "\n").split("\n")
@@ -120,6 +123,11 @@ def read_table(path: Path) -> pd.DataFrame:
         lines.pop()  # the last line's terminator, and blank lines after it
     if not lines or not lines[0].strip():
         raise InputError(source, "file is empty (no header)")
+    nul = text.find("\x00")
+    if nul >= 0:  # valid UTF-8 that no text column holds (PostgreSQL's COPY refuses it)
+        line = text.count("\n", 0, nul)
+        raise InputError(source, ("header holds" if line == 0 else "holds") + " a NUL byte",
+                         row=line or None)
     header = [c.strip().upper() for c in lines[0].split("|")]
     twice = sorted({c for c in header if header.count(c) > 1})
     if twice:
@@ -250,6 +258,11 @@ def _dx_columns(columns, source: str) -> list[tuple[str, str]]:
         raise InputError(source, f"missing column {missing[0]}"
                          + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
                          field=missing[0])
+    known = {c for pair in [*CLAIM_DX, LINE_DX] for c in pair}
+    unread = sorted(c for c in have - known if "DGNS" in c)
+    if unread:  # a diagnosis field this loader does not know would be lost unseen
+        raise InputError(source, "diagnosis column this loader does not read (the CCW "
+                         "layout has ICD_DGNS_CD1..25, ICD_DGNS_E_CD1..12)", field=unread[0])
     return [(c, v) for c, v in CLAIM_DX if c in have]
 
 

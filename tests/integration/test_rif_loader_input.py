@@ -118,6 +118,21 @@ def test_line_diagnoses_need_their_line_number(folder):
     assert _refused([path]).field == "LINE_NUM"
 
 
+def test_a_nul_byte_is_refused_with_its_row(folder):
+    path = folder / "dme.csv"
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = lines[3].replace(b"|", b"\x00|", 1)
+    path.write_bytes(b"\n".join(lines))
+    err = _refused([path])
+    assert err.row == 3 and "NUL" in str(err)
+
+
+def test_a_diagnosis_column_the_loader_does_not_read_is_refused(folder):
+    path = folder / "inpatient.csv"
+    _rewrite(path, _table(path).assign(ICD_DGNS_CD26="", ICD_DGNS_VRSN_CD26=""))
+    assert _refused([path]).field == "ICD_DGNS_CD26"
+
+
 def test_a_header_only_file_still_needs_its_columns(folder):
     path = folder / "inpatient.csv"
     _rewrite(path, _table(path).drop(columns=["ICD_DGNS_CD1"]).iloc[:0])
@@ -125,12 +140,17 @@ def test_a_header_only_file_still_needs_its_columns(folder):
 
 
 def _spoil_utf8(path, row: int) -> int:
-    """Put a byte that is no UTF-8 in data row ``row``; its offset."""
+    """Put a byte that is no UTF-8 at the end of data row ``row`` (its other
+    values intact, so a test can look for them in the message); its offset."""
     data = bytearray(path.read_bytes())
-    start = [i for i, b in enumerate(data) if b == ord("\n")][row - 1] + 1
-    data[start + 2] = 0xFF
+    ends = [i for i, b in enumerate(data) if b == ord("\n")]
+    at = ends[row] - 1
+    while data[at] in b"|\r":  # the last byte of the row's last non-empty value
+        at -= 1
+    assert at > ends[row - 1] + len("|".join(["x"] * 30))  # far right of the row's ids
+    data[at] = 0xFF
     path.write_bytes(bytes(data))
-    return start + 2
+    return at
 
 
 def test_non_utf8_bytes_name_the_row_and_offset(folder):
@@ -159,12 +179,14 @@ def no_warehouse(monkeypatch):
 def test_the_command_refuses_bad_bytes_in_one_line_before_the_warehouse(folder, no_warehouse,
                                                                         capsys):
     path = folder / "carrier.csv"
-    bene = _table(path)["BENE_ID"].iloc[4]
+    row = _table(path).iloc[4]
     _spoil_utf8(path, 5)
     assert rif_loader.main([str(folder)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert str(path) in err and "row 5" in err and bene not in err
+    assert str(path) in err and "row 5" in err
+    for field in ("BENE_ID", "CLM_ID", "CLM_FROM_DT", "ICD_DGNS_CD1"):
+        assert row[field] and row[field] not in err, field
 
 
 def test_the_command_refuses_a_cut_file_before_the_warehouse(folder, no_warehouse, capsys):
