@@ -15,8 +15,11 @@ needs them in that shape.  ``write_cli_inputs`` writes, from
   (``member_id,claim_id,service_date,dx_code``, one row per claim with its first
   diagnosis, ISO dates) for ``hhp``.
 
-Codes are undotted, as CMS writes them.  The ids are the generator's
-synthetic ones; nothing here is anyone's data.
+Codes are undotted, as CMS writes them.  Dates, birth dates included, are
+moved to start in ``first_year`` as the RIF layout's are
+(``synthetic_rif.default_first_year``: 2016 for ICD-10-CM, which CMS claims
+use from 2015-10-01; 2008 for ICD-9-CM); ages are taken before the move.  The
+ids are the generator's synthetic ones; nothing here is anyone's data.
 """
 
 from __future__ import annotations
@@ -27,18 +30,21 @@ import numpy as np
 import pandas as pd
 
 from anonymizers.synthetic import CLAIM_TYPES, SyntheticConfig, generate
+from anonymizers.synthetic_rif import SOURCE_YEAR, default_first_year, shift_years
 from anonymizers.synthetic_views import _age
 
 FILES = ("records.csv", "trajectories.csv", "members.csv", "claims.csv")
 
 
-def write_cli_inputs(config: SyntheticConfig, directory) -> dict[str, int]:
+def write_cli_inputs(config: SyntheticConfig, directory,
+                     first_year: int | None = None) -> dict[str, int]:
     """Write ``FILES`` into ``directory`` (created); returns rows per file."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
+    year = default_first_year(config.code_system) if first_year is None else first_year
     parts = {name: [] for name in FILES}
     for chunk in generate(config):
-        for name, frame in _views(chunk).items():
+        for name, frame in _views(chunk, year - SOURCE_YEAR).items():
             parts[name].append(frame)
     counts = {}
     for name, frames in parts.items():
@@ -48,20 +54,25 @@ def write_cli_inputs(config: SyntheticConfig, directory) -> dict[str, int]:
     return counts
 
 
-def _views(chunk: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+def _iso(dates, shift: int) -> np.ndarray:
+    moved = shift_years(np.asarray(dates).astype("datetime64[D]"), shift)
+    return np.datetime_as_string(moved, unit="D").astype(object)
+
+
+def _views(chunk: dict[str, pd.DataFrame], shift: int) -> dict[str, pd.DataFrame]:
     bene = chunk["beneficiary_summary"].drop_duplicates("desynpuf_id")
+    born = pd.Series(bene["bene_birth_dt"].to_numpy().astype("datetime64[D]"),
+                     index=bene["desynpuf_id"].to_numpy())
     members = pd.DataFrame({"member_id": bene["desynpuf_id"].to_numpy(),
                             "sex": bene["bene_sex_ident_cd"].astype(int).to_numpy(),
-                            "birth_date": pd.to_datetime(bene["bene_birth_dt"])
-                            .dt.strftime("%Y-%m-%d").to_numpy()})
-    born = members.set_index("member_id")["birth_date"]
+                            "birth_date": _iso(born.to_numpy(), shift)})
     long, claims = [], []
     for kind in CLAIM_TYPES:
         c = chunk[f"{kind}_claims"]
         cols = sorted((x for x in c.columns if x.startswith("icd9_dgns_cd_")),
                       key=lambda x: int(x.rsplit("_", 1)[1]))
         claims.append(pd.DataFrame({"member_id": c["desynpuf_id"], "claim_id": c["clm_id"],
-                                    "service_date": c["clm_from_dt"],
+                                    "service_date": _iso(c["clm_from_dt"].to_numpy(), shift),
                                     "dx_code": c[cols[0]].fillna("")}))
         melted = c.melt(id_vars=["desynpuf_id", "clm_id", "clm_from_dt"], value_vars=cols,
                         value_name="code").dropna(subset=["code"])

@@ -85,7 +85,7 @@ def write_csv_files(parser, args) -> int:
         parser.error("--layout csv needs --out DIR")
     config = SyntheticConfig(n_members=args.members, seed=args.seed,
                              code_system=args.code_system)
-    print(write_cli_inputs(config, args.out))
+    print(write_cli_inputs(config, args.out, first_year=args.first_year))
     return 0
 
 
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
                              "(records, trajectories, members, claims) to --out")
     parser.add_argument("--out", help="directory of the files (--layout rif or csv)")
     parser.add_argument("--first-year", type=int, default=None,
-                        help="first service year of RIF files (default: 2016 for icd10cm, "
+                        help="first service year of RIF or CSV files (default: 2016 for icd10cm, "
                              "2008 for icd9cm)")
     args = parser.parse_args(argv)
     if args.layout == "rif":

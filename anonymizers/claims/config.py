@@ -12,7 +12,7 @@ from anonymizers.claims.groupings import CODE_SYSTEM as HIERARCHY_CODE_SYSTEM
 from anonymizers.claims.groupings import NAMED as NAMED_HIERARCHIES
 from anonymizers.claims.recoding import ALL_QIS
 from anonymizers.claims.risk import RiskSettings
-from anonymizers.claims.screening import NAMED_POLICIES
+from anonymizers.claims.screening import NAMED_POLICIES, load_policy
 from anonymizers.declare import param, parameters, pseudonym_key, validate
 from anonymizers.errors import ParameterError
 
@@ -138,11 +138,16 @@ class HHPConfig:
 
     @property
     def hierarchies_source(self) -> str:
-        """The hierarchies: ``hierarchies_path``, else those of the named policy
-        (a file policy keeps the ICD-9 ones, as before names existed)."""
+        """The hierarchies: ``hierarchies_path``, else those named like the policy,
+        or like the bundled policy whose version a policy file carries (so the
+        bundled ICD-10-CM policy given as a file gets the ICD-10-CM groups); a
+        custodian's own policy keeps the ICD-9-CM ones, as before names existed."""
         if self.hierarchies_path is not None:
             return str(self.hierarchies_path)
-        return self.policy_source if self.policy_source in NAMED_HIERARCHIES else "hhp-2012-v1"
+        source = self.policy_source
+        if source not in NAMED_HIERARCHIES and source not in NAMED_POLICIES:
+            source = load_policy(source).version
+        return source if source in NAMED_HIERARCHIES else "hhp-2012-v1"
 
     def risk_settings(self, seed: int) -> RiskSettings:
         return RiskSettings(k=self.k, max_sup=self.max_sup, p_max=self.p_max,

@@ -64,6 +64,7 @@ import pandas as pd
 
 from anonymizers import codesystems as cs
 from anonymizers.claims import HHPConfig, hhp_release
+from anonymizers.claims.codes import split_code_lists
 from anonymizers.claims.groupings import hierarchies_code_system
 from anonymizers.claims.inputs import OPTIONAL, _dates, _sex
 from anonymizers.claims.screening import (
@@ -248,10 +249,9 @@ def _clean_field(claims, field: str, source: str, args, counts: dict) -> np.ndar
 def _pieces(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """The non-empty codes of a column (a list of codes split like
     ``other_dx_codes``) with the 0-based row each comes from."""
-    texts = values.fillna("").astype(str).tolist()
-    pieces = [t.replace(";", " ").replace(",", " ").split() for t in texts]
-    rows = np.repeat(np.arange(len(texts)), [len(p) for p in pieces])
-    return rows, np.array([c for p in pieces for c in p], dtype=object)
+    rows, index = split_code_lists(values.fillna("").astype(str).tolist())
+    return rows, np.array(index.uniques, dtype=object)[index.index] if len(rows) else \
+        np.zeros(0, dtype=object)
 
 
 def _joined(rows: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
@@ -269,7 +269,8 @@ def _same_code_system(claims_system: str, config: HHPConfig) -> None:
     its word)."""
     for option, value, system in (
             ("--screening-policy", config.policy_source, policy_code_system(config.policy_source)),
-            ("--hierarchies", config.hierarchies_source,
+            ("--hierarchies" if config.hierarchies_path is not None
+             else "the default hierarchies", config.hierarchies_source,
              hierarchies_code_system(config.hierarchies_source))):
         if system is not None and system != claims_system:
             raise InputError(f"{option} {value}", f"its lists are {system} codes but "

@@ -65,7 +65,11 @@ class CodePolicy:
     check them against ``code_system``; a code flagged (CMS's ``*_VRSN_CD``) in
     the other system is refused or, with ``mixed = "map-to-icd10"``, mapped
     through the GEM at ``gem``; an unknown code stops the run unless
-    ``drop_unknown``, which counts and drops it."""
+    ``drop_unknown``, which counts and drops it.  A code is first checked
+    against the system its own flag names: a row flagged 9 whose code is no
+    ICD-9-CM code (nor of ICD-9-CM's form) is an unknown code, not a code of
+    the other system, so ``drop_unknown`` drops and counts it even under
+    ``mixed: refuse``; only valid codes of the other system meet ``mixed``."""
 
     code_system: str = "icd9cm"
     mixed: str = "refuse"

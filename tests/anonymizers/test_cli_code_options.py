@@ -193,8 +193,20 @@ def test_the_release_file_wording_is_passed_in_by_the_extract():
         clean_codes(df, "the extract", "icd10cm", refusal=cs.RELEASE_FILE_REFUSAL)
     assert err.value.problem.endswith("the release file refuses mixed code systems "
                                       "(mixed: refuse)")
-    extract = (Path(__file__).parents[2] / "plugins" / "deid" / "extract.py").read_text()
-    assert "refusal=RELEASE_FILE_REFUSAL" in extract
+
+def test_the_extract_refuses_in_the_release_files_words():
+    import numpy as np
+    import pyarrow as pa
+    from deid.extract import clean_block_codes
+    from deid.releases import CodePolicy
+
+    code, version = pa.array(["I10", "4011"]), pa.array(["0", "9"])
+    claims = pa.array(["carrier:1", "carrier:2"])
+    with pytest.raises(InputError) as err:
+        clean_block_codes(code, version, CodePolicy("icd10cm"), claims, 0, np.arange(2),
+                          "icd9_dgns_cd_1", "version")
+    assert err.value.row == 2 and "(mixed: refuse)" in err.value.problem
+    assert "--mixed" not in err.value.problem and "4011" not in str(err.value)
 
 
 # --- 4. summary lines count the rows --drop-unknown dropped ----------------------------

@@ -12,6 +12,7 @@ from contextlib import redirect_stdout
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from anonymizers.__main__ import main
 from anonymizers.claims import HHPConfig, hhp_release
@@ -448,3 +449,39 @@ def test_synpuf_testb_release_verifies(datasets_dir, tmp_path, capsys):
                              json.loads((release / "metrics.json").read_text()),
                              read(tmp_path / "key.csv"), independent)
     assert verdict.ok, verdict.violations
+
+
+def test_the_bundled_icd10_policy_given_as_a_file_gets_the_icd10_hierarchies(tmp_path, capsys):
+    """Without --hierarchies the groups follow the policy's version, not ICD-9-CM's."""
+    from anonymizers.claims.policy import DATA
+
+    m, c = write(tmp_path, *synpuf_tables(n_members=60, code_system="icd10cm"))
+    policy = str(DATA / "screening_policy_icd10_v1.yaml")
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--code-system", "icd10cm",
+               "--screening-policy", policy, *FAST_ARGS) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"]["ok"] and report["metrics"]["hierarchies"] == "hhp-2012-icd10-v1"
+
+
+def test_default_hierarchies_that_disagree_are_named_as_the_default(tmp_path, capsys):
+    from anonymizers.claims.policy import DATA
+
+    m, c = tiny(tmp_path, ["4019", "25000", "7242"])
+    own = yaml.safe_load((DATA / "screening_policy_icd10_v1.yaml").read_text())
+    own["version"] = "custodian-v1"  # a custodian's own policy: its system is unknown
+    path = tmp_path / "own.yaml"
+    path.write_text(yaml.safe_dump(own))
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", "--code-system", "icd10cm",
+               "--screening-policy", str(path), *FAST_ARGS) == 2
+    line = one_error_line(capsys, "the default hierarchies hhp-2012-v1", "icd10cm")
+    assert "--hierarchies" not in line
+
+
+def test_the_dag_side_table_of_policy_code_systems_is_the_librarys():
+    """plugins/deid/releases.py keeps a light copy for DAG parsing; it must agree."""
+    from deid import releases
+
+    from anonymizers.claims import screening
+
+    assert releases.POLICY_CODE_SYSTEM == screening.POLICY_CODE_SYSTEM
+    assert set(releases.SCREENING_POLICIES) - {None, "none"} == set(screening.NAMED_POLICIES)

@@ -32,6 +32,8 @@ def test_the_files_hold_the_generated_claims(written):
     n_claims = sum(len(c[k]) for c in chunks for k in c if k.endswith("_claims"))
     assert len(claims) == n_claims and claims["claim_id"].is_unique
     assert claims["service_date"].str.fullmatch(r"\d{4}-\d{2}-\d{2}").all()
+    first = 2016 if system == "icd10cm" else 2008  # ICD-10-CM claims after CMS's switch
+    assert claims["service_date"].str[:4].astype(int).min() == first
     records = pd.read_csv(out / "records.csv", dtype=str)
     assert not records.duplicated().any() and set(records["visit_id"]) <= set(claims["claim_id"])
     assert is_valid(records["code"].unique(), system).all()
