@@ -203,6 +203,12 @@ def clean_dx_codes(claims: pd.DataFrame, source: str, args) -> tuple[pd.DataFram
     CMS's placeholders stay as written, and an ICD-9-CM release keeps codes
     of ICD-9-CM's form that CMS's v32 list lacks (``codesystems.legacy_icd9``:
     DE-SynPUF writes them).  Returns the claims and the counts for the metrics."""
+    if CODE_VERSION in claims.columns:  # every row's flag, before any code (row order)
+        flag = claims[CODE_VERSION].fillna("").astype(str).str.strip()
+        bad = np.flatnonzero(~flag.isin([*cs.VERSION_FLAGS, ""]).to_numpy())
+        if len(bad):
+            raise InputError(source, "not a version flag (9 ICD-9-CM, 0 ICD-10-CM, or empty)",
+                             row=int(bad[0]) + 1, field=CODE_VERSION)
     out = claims.drop(columns=[CODE_VERSION], errors="ignore").copy()
     counts = {"code_system": args.code_system, "codes_dropped_unknown": 0,
               "codes_mapped_to_code_system": 0, "placeholder_codes": 0,

@@ -485,3 +485,10 @@ def test_the_dag_side_table_of_policy_code_systems_is_the_librarys():
 
     assert releases.POLICY_CODE_SYSTEM == screening.POLICY_CODE_SYSTEM
     assert set(releases.SCREENING_POLICIES) - {None, "none"} == set(screening.NAMED_POLICIES)
+
+
+def test_a_bad_version_flag_is_refused_even_on_a_claim_without_codes(tmp_path, capsys):
+    m, c = tiny(tmp_path, ["4019", "", "7242"], version=["9", "X", "9"])
+    assert hhp(m, c, tmp_path / "out", "--seed", "1", *FAST_ARGS) == 2
+    line = one_error_line(capsys, str(c), "row 2", "'code_version'")
+    assert "'X'" not in line and not (tmp_path / "out").exists()
