@@ -281,6 +281,15 @@ def clean_codes(df: pd.DataFrame, source: str, code_system: str, drop_unknown: b
     return CleanCodes(table, checked.dropped, int(foreign[checked.keep].sum()))
 
 
+def read_codes(path, required: list[str], args, optional=(),
+               keep_spelling: bool = True) -> CleanCodes:
+    """``read_table(path, required, optional + code_version)`` cleaned by
+    ``clean_codes`` with the command's ``add_code_system_arguments`` options."""
+    return clean_codes(read_table(path, required, [*optional, CODE_VERSION]), str(path),
+                       args.code_system, args.drop_unknown, args.mixed, args.gem,
+                       keep_spelling=keep_spelling)
+
+
 def _spelled(raw: np.ndarray, checked, foreign: np.ndarray, source: str) -> np.ndarray:
     """The kept rows' codes as the input spells them (see ``clean_codes``)."""
     rows = np.flatnonzero(checked.keep)

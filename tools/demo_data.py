@@ -65,27 +65,18 @@ def load_synthetic(n_members: int, seed: int, replace: bool = False,
     return counts
 
 
-def write_rif_files(parser, args) -> int:
-    """``--layout rif``: the generated members as CCW RIF files in ``--out``."""
+def write_files(parser, args) -> int:
+    """``--layout rif`` (CCW RIF files) or ``--layout csv`` (``python -m
+    anonymizers``'s input CSVs): the generated members written to ``--out``."""
+    from anonymizers.synthetic_csv import write_cli_inputs
     from anonymizers.synthetic_rif import write_rif
 
     if not args.out:
-        parser.error("--layout rif needs --out DIR")
+        parser.error(f"--layout {args.layout} needs --out DIR")
     config = SyntheticConfig(n_members=args.members, seed=args.seed,
                              code_system=args.code_system)
-    print(write_rif(config, args.out, first_year=args.first_year))
-    return 0
-
-
-def write_csv_files(parser, args) -> int:
-    """``--layout csv``: the generated members as ``python -m anonymizers``'s inputs."""
-    from anonymizers.synthetic_csv import write_cli_inputs
-
-    if not args.out:
-        parser.error("--layout csv needs --out DIR")
-    config = SyntheticConfig(n_members=args.members, seed=args.seed,
-                             code_system=args.code_system)
-    print(write_cli_inputs(config, args.out, first_year=args.first_year))
+    write = write_rif if args.layout == "rif" else write_cli_inputs
+    print(write(config, args.out, first_year=args.first_year))
     return 0
 
 
@@ -109,10 +100,8 @@ def main(argv=None) -> int:
                         help="first service year of RIF or CSV files (default: 2016 for icd10cm, "
                              "2008 for icd9cm)")
     args = parser.parse_args(argv)
-    if args.layout == "rif":
-        return write_rif_files(parser, args)
-    if args.layout == "csv":
-        return write_csv_files(parser, args)
+    if args.layout in ("rif", "csv"):
+        return write_files(parser, args)
     ensure_schemas()
     if args.if_empty and source_counts()["beneficiary_summary"]:
         print("source schema already holds claims: nothing loaded")

@@ -33,9 +33,8 @@ import sys
 
 from anonymizers.errors import InputError
 from anonymizers.io import (
-    CODE_VERSION,
     add_code_system_arguments,
-    clean_codes,
+    read_codes,
     read_json,
     read_table,
 )
@@ -128,9 +127,7 @@ def _coded(paths, required, args, cleaned: list, optional=(), keep_spelling=True
         return None
     tables = []
     for path in paths:
-        clean = clean_codes(read_table(path, required, [*optional, CODE_VERSION]), str(path),
-                            args.code_system, args.drop_unknown, args.mixed, args.gem,
-                            keep_spelling=keep_spelling)
+        clean = read_codes(path, required, args, optional, keep_spelling)
         cleaned.append(clean)
         tables.append(clean.table)
     return tables

@@ -19,10 +19,8 @@ import json
 from anonymizers.cli.options import add_config_options, config_from_args
 from anonymizers.dummies import ClusterConfig, cluster_codes
 from anonymizers.io import (
-    CODE_VERSION,
     add_code_system_arguments,
-    clean_codes,
-    read_table,
+    read_codes,
     write_json,
 )
 
@@ -36,9 +34,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     config = config_from_args(ClusterConfig, args)
-    clean = clean_codes(read_table(args.input, ["patient_id", "code"], [CODE_VERSION]),
-                        str(args.input), args.code_system, args.drop_unknown, args.mixed,
-                        args.gem, keep_spelling=True)
+    clean = read_codes(args.input, ["patient_id", "code"], args)
     result = cluster_codes(clean.table, config)
     write_json({"clusters": result.clusters}, args.output)
     print(json.dumps({**result.metrics, **clean.metrics(args.code_system)}, indent=1))

@@ -21,10 +21,8 @@ from anonymizers.cli.options import (
 )
 from anonymizers.disassociation import DisassociationConfig, TooFewRecords, disassociate
 from anonymizers.io import (
-    CODE_VERSION,
     add_code_system_arguments,
-    clean_codes,
-    read_table,
+    read_codes,
     write_json,
 )
 from anonymizers.policies import hierarchy_policy, level_of, load_policy
@@ -42,9 +40,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    clean = clean_codes(read_table(args.input, ["patient_id", "code"], [CODE_VERSION]),
-                        str(args.input), args.code_system, args.drop_unknown, args.mixed,
-                        args.gem, keep_spelling=True)
+    clean = read_codes(args.input, ["patient_id", "code"], args)
     records = clean.table
     policy = _utility_policy(args.utility_policy, records["code"].unique(), args.code_system)
     config = config_from_args(DisassociationConfig, args, utility_policy=policy)

@@ -49,11 +49,9 @@ from anonymizers.cli.options import (
 from anonymizers.dummies import DummyConfig, NoReleaseError, generate_dummies, persist
 from anonymizers.errors import InputError
 from anonymizers.io import (
-    CODE_VERSION,
     add_code_system_arguments,
-    clean_codes,
+    read_codes,
     read_json,
-    read_table,
 )
 from anonymizers.verify.dummies import verify_dummies
 
@@ -82,9 +80,7 @@ def run(args) -> int:
     _check_state_options(args)
     key = pseudonym_key(args)
     config = config_from_args(DummyConfig, args, pseudonym_key=key.key)
-    clean = clean_codes(read_table(args.input, ["patient_id", "code"], [CODE_VERSION]),
-                        str(args.input), args.code_system, args.drop_unknown, args.mixed,
-                        args.gem, keep_spelling=True)
+    clean = read_codes(args.input, ["patient_id", "code"], args)
     df = clean.table
     previous = persist.read_state(args.previous_state) if args.previous_state else None
     if args.clusters is not None:

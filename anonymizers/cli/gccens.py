@@ -31,11 +31,9 @@ from anonymizers.cli.options import (
 )
 from anonymizers.errors import InputError
 from anonymizers.io import (
-    CODE_VERSION,
     add_code_system_arguments,
-    clean_codes,
+    read_codes,
     read_json,
-    read_table,
     write_json,
 )
 from anonymizers.verify.censoring import verify_gccens
@@ -95,9 +93,7 @@ def run(args: argparse.Namespace) -> int:
 def _read(path, args):
     """A table with its codes checked, and its ``CleanCodes`` (what checking
     them dropped or mapped)."""
-    clean = clean_codes(read_table(path, COLUMNS, ["count", CODE_VERSION]), str(path),
-                        args.code_system, args.drop_unknown, args.mixed, args.gem,
-                        keep_spelling=True)
+    clean = read_codes(path, COLUMNS, args, ["count"])
     return clean.table, clean
 
 

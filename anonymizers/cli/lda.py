@@ -40,10 +40,8 @@ from anonymizers.cli.options import (
     pseudonym_key,
 )
 from anonymizers.io import (
-    CODE_VERSION,
     add_code_system_arguments,
-    clean_codes,
-    read_table,
+    read_codes,
     write_json,
 )
 from anonymizers.longitudinal import LDAConfig, lda
@@ -65,8 +63,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     key = pseudonym_key(args)
     source = str(args.input)
-    clean = clean_codes(read_table(args.input, REQUIRED, OPTIONAL + [CODE_VERSION]), source,
-                        args.code_system, args.drop_unknown, args.mixed, args.gem)
+    clean = read_codes(args.input, REQUIRED, args, OPTIONAL, keep_spelling=False)
     pairs = clean.table
     config = config_from_args(LDAConfig, args, code_system=args.code_system,
                               pseudonym_key=key.key)

@@ -22,10 +22,8 @@ from anonymizers.cli.options import (
     config_from_args,
 )
 from anonymizers.io import (
-    CODE_VERSION,
     add_code_system_arguments,
-    clean_codes,
-    read_table,
+    read_codes,
     write_json,
 )
 from anonymizers.ppe import PPEConfig, extract_policy
@@ -43,9 +41,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     config = config_from_args(PPEConfig, args)
     required = ["patient_id", "code"] + (["visit_id"] if config.filter == "single-visit" else [])
-    clean = clean_codes(read_table(args.input, required, [CODE_VERSION]), str(args.input),
-                        args.code_system, args.drop_unknown, args.mixed, args.gem,
-                        keep_spelling=True)
+    clean = read_codes(args.input, required, args)
     df = clean.table
     result = extract_policy(df, config, source=str(args.input))
     if args.verify:

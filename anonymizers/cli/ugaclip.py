@@ -24,11 +24,9 @@ from anonymizers.cli.options import (
 )
 from anonymizers.errors import ParameterError
 from anonymizers.io import (
-    CODE_VERSION,
     add_code_system_arguments,
-    clean_codes,
+    read_codes,
     read_json,
-    read_table,
     write_json,
 )
 from anonymizers.policies import hierarchy_policy, level_of
@@ -63,9 +61,7 @@ def run(args) -> int:
         raise ParameterError("k", f"the privacy policy was extracted with k={policy.k}, so it "
                              f"does not list combinations held by {policy.k}..{config.k - 1} "
                              f"patients; run ppe with --k {config.k}")
-    clean = clean_codes(read_table(args.input, ["patient_id", "code"], [CODE_VERSION]),
-                        str(args.input), args.code_system, args.drop_unknown, args.mixed,
-                        args.gem, keep_spelling=True)
+    clean = read_codes(args.input, ["patient_id", "code"], args)
     df = clean.table
     utility = _utility_policy(args, df["code"].unique())
     result = ugaclip(df, policy.constraints, utility, config, source=str(args.input))
