@@ -211,7 +211,8 @@ def add_code_system_arguments(parser) -> None:
                              "through the GEM (needs --code-system icd10cm and --gem)")
     parser.add_argument("--gem", default=None, metavar="CSV",
                         help="CMS's ICD-9 -> ICD-10-CM GEM (columns "
-                             f"{','.join(GEM_COLUMNS)}), for --mixed map-to-icd10")
+                             f"{','.join(GEM_COLUMNS)}), for --mixed map-to-icd10 (and, in ugaclip and "
+                             "disassociate, to carry ICD-9-CM utility policies)")
 
 
 @dataclass(frozen=True)

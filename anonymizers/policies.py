@@ -51,8 +51,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -101,18 +101,25 @@ def _check_level(level) -> int:
 _LEVEL_NAME = re.compile(r"(icd9|icd10)-level-([123])")
 
 
+def named_level(name: str) -> tuple[str, int] | None:
+    """(code system, level) of a policy named ``icd9-level-N`` or
+    ``icd10-level-N``; None for any other name."""
+    match = _LEVEL_NAME.fullmatch(name)
+    return None if match is None else (match[1] + "cm", int(match[2]))
+
+
 def level_of(name: str, code_system: str = "icd9cm") -> int | None:
     """The level of a hierarchy policy named ``icd9-level-N`` or
     ``icd10-level-N`` (None for any other name), refused when it groups the
     other code system's codes than ``code_system``'s."""
-    match = _LEVEL_NAME.fullmatch(name)
-    if match is None:
+    named = named_level(name)
+    if named is None:
         return None
-    system = match[1] + "cm"
+    system, level = named
     if system != code_system:
         raise ParameterError("utility_policy", f"{name} groups {system} codes; the data's are "
-                             f"{code_system}: use {code_system[:-2]}-level-{match[2]}")
-    return int(match[2])
+                             f"{code_system}: use {code_system[:-2]}-level-{level}")
+    return level
 
 
 def hierarchy_policy(codes: Iterable[str], level: int, hierarchy=None,
@@ -120,6 +127,13 @@ def hierarchy_policy(codes: Iterable[str], level: int, hierarchy=None,
     """Level 1/2/3 hierarchy-based policy over ``codes`` (see module docstring).
     ``hierarchy`` defaults to the tree of ``code_system`` (``icd9cm``, the
     default, or ``icd10cm``)."""
+    return sorted(hierarchy_groups(codes, level, hierarchy, code_system).values())
+
+
+def hierarchy_groups(codes: Iterable[str], level: int, hierarchy=None,
+                     code_system: str | None = None) -> dict[str, list[str]]:
+    """``hierarchy_policy``'s constraints keyed by the node that defines each
+    (the category, section/block or chapter); codes sorted."""
     level = _check_level(level)
     tree = _tree(hierarchy, code_system)
     groups: dict[str, list[str]] = {}
@@ -127,7 +141,7 @@ def hierarchy_policy(codes: Iterable[str], level: int, hierarchy=None,
         node = _group_node(tree, code, level)
         if node is not None:
             groups.setdefault(node, []).append(code)
-    return sorted(groups.values())
+    return groups
 
 
 def unplaced_codes(codes: Iterable[str], level: int | None = None,

@@ -19,7 +19,9 @@ Cases (sizes and settings of the ICD-9 benchmark named):
   a lower bound on the occurrences any level-1 release suppresses, and the
   bound run's repaired plan; ``ugaclip_planned``: UGACLIP guided by its
   suppression plan; ``ugaclip_clinical``: CCS (ICD-9) / CCSR (ICD-10) as
-  the utility policy.
+  the utility policy; ``ugaclip_carried``: DE-SynPUF with ICD-9's level-1
+  policy in both systems, carried into ICD-10-CM through the GEM as
+  ``--utility-policy icd9-level-1 --gem`` carries it (the same diseases).
 - ``disassociation`` (bench_disassociation): MEPS, k = 5, m = 2, level-1
   policy of the system; utility on the default reconstruction; W1 also on
   ICD-9's W1 queries carried through the map.
@@ -162,7 +164,8 @@ def figures() -> dict:
 # --- the other methods: each on its ICD-9 benchmark's data, mapped ------------
 
 SYSTEMS = ("icd9cm", "icd10cm")
-CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_bound", "ugaclip_clinical", "ugaclip_planned",
+CASES = ("ugaclip", "ugaclip_blocks", "ugaclip_carried", "ugaclip_bound", "ugaclip_clinical",
+         "ugaclip_planned",
          "ugaclip_realised", "ugaclip_realised_nodes",
          "disassociation", "gccens", "medco", "hhp")
 UTILITY_WITHIN = 0.2  # issue 27: utility within 20% of the same data in ICD-9
@@ -218,10 +221,21 @@ def case_ugaclip_blocks(system: str, small: bool) -> dict:
     return {"synpuf_single-visit_level2": ppe_ugaclip(bu.load_synpuf, False, 2, system, small)}
 
 
+def case_ugaclip_carried(system: str, small: bool) -> dict:
+    """DE-SynPUF with ICD-9-CM's level-1 policy in both systems: in ICD-10-CM
+    its categories carried through the GEM (``cli.utility.level_policy``), so
+    both releases keep the same diseases apart (icd10.md)."""
+    from benchmarks import bench_ugaclip as bu
+
+    return {"synpuf_single-visit_carried": ppe_ugaclip(bu.load_synpuf, False, "carried",
+                                                       system, small)}
+
+
 def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> dict:
     """``load``'s data mapped (``category_map`` if ``categories``, else
     ``code_map``), its PPE policy (single-visit, k) and the level-``level``
     utility policy of ``system`` (``"clinical"``: ``clinical_policy``)."""
+    from anonymizers.cli.utility import level_policy
     from anonymizers.policies import hierarchy_policy
     from anonymizers.ppe import PPEConfig, extract_policy
     from benchmarks import bench_ugaclip as bu
@@ -233,8 +247,12 @@ def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> d
     t_ppe = time.perf_counter() - t0
     patients = df[["patient_id", "code"]].drop_duplicates(ignore_index=True)
     codes = patients["code"].unique()
-    utility = (clinical_policy(codes, system) if level == "clinical"
-               else hierarchy_policy(codes, level, code_system=system))
+    if level == "clinical":
+        utility = clinical_policy(codes, system)
+    elif level == "carried":  # the command line's --utility-policy icd9-level-1 --gem GEM
+        utility = level_policy("icd9-level-1", codes, system, str(GEM))
+    else:
+        utility = hierarchy_policy(codes, level, code_system=system)
     return {"data": data, "df": df, "policy": policy, "ppe_seconds": round(t_ppe, 3),
             "patients": patients, "utility": utility}
 
@@ -627,8 +645,8 @@ HEADLINES = (
      "synpuf_single-visit_planned.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_planned.ugaclip.seconds",
      "synpuf_single-visit_planned.ugaclip.verifier_ok"),
-    ("ugaclip_planned", "UGACLIP DE-SynPUF level-1, guided by its occurrence plan: "
-     "occurrences kept %",
+    ("ugaclip_planned", ("UGACLIP DE-SynPUF level-1, guided by its occurrence plan: "
+     "occurrences kept %"),
      "synpuf_single-visit_planned_occurrences.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_planned_occurrences.ugaclip.seconds",
      "synpuf_single-visit_planned_occurrences.ugaclip.verifier_ok"),
@@ -636,8 +654,8 @@ HEADLINES = (
      "synpuf_single-visit_realised_codes.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_realised_codes.ugaclip.seconds",
      "synpuf_single-visit_realised_codes.ugaclip.verifier_ok"),
-    ("ugaclip_realised", "UGACLIP DE-SynPUF level-1, realising its occurrence plan: "
-     "occurrences kept %",
+    ("ugaclip_realised", ("UGACLIP DE-SynPUF level-1, realising its occurrence plan: "
+     "occurrences kept %"),
      "synpuf_single-visit_realised_occurrences.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_realised_occurrences.ugaclip.seconds",
      "synpuf_single-visit_realised_occurrences.ugaclip.verifier_ok"),
@@ -645,8 +663,8 @@ HEADLINES = (
      "synpuf_single-visit_realised_occurrences.ugaclip.kept_codes_pct", True, None, None),
     ("ugaclip_realised", "the same release: utility constraints satisfied %",
      "synpuf_single-visit_realised_occurrences.ugaclip.utility_satisfied_pct", True, None, None),
-    ("ugaclip_realised_nodes", "UGACLIP DE-SynPUF level-1, realising its occurrence plan "
-     "under the node budget: occurrences kept %",
+    ("ugaclip_realised_nodes", ("UGACLIP DE-SynPUF level-1, realising its occurrence plan "
+     "under the node budget: occurrences kept %"),
      "synpuf_single-visit_realised_nodes.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_realised_nodes.ugaclip.seconds",
      "synpuf_single-visit_realised_nodes.ugaclip.verifier_ok"),
@@ -662,6 +680,15 @@ HEADLINES = (
      "synpuf_single-visit_level2.ugaclip.kept_occurrences_pct", True,
      "synpuf_single-visit_level2.ugaclip.seconds",
      "synpuf_single-visit_level2.ugaclip.verifier_ok"),
+    ("ugaclip_carried", ("UGACLIP DE-SynPUF, ICD-9's level-1 policy (carried into ICD-10-CM): "
+     "occurrences kept %"),
+     "synpuf_single-visit_carried.ugaclip.kept_occurrences_pct", True,
+     "synpuf_single-visit_carried.ugaclip.seconds",
+     "synpuf_single-visit_carried.ugaclip.verifier_ok"),
+    ("ugaclip_carried", "the same release: distinct codes kept %",
+     "synpuf_single-visit_carried.ugaclip.kept_codes_pct", True, None, None),
+    ("ugaclip_carried", "the same release: utility constraints satisfied %",
+     "synpuf_single-visit_carried.ugaclip.utility_satisfied_pct", True, None, None),
     ("ugaclip", "UGACLIP MEPS: occurrences kept %",
      "meps_single-visit.ugaclip.kept_occurrences_pct", True,
      "meps_single-visit.ugaclip.seconds", "meps_single-visit.ugaclip.verifier_ok"),

@@ -19,20 +19,22 @@ from anonymizers.cli.options import (
     add_verify_option,
     config_from_args,
 )
+from anonymizers.cli.utility import level_policy
 from anonymizers.disassociation import DisassociationConfig, TooFewRecords, disassociate
 from anonymizers.io import (
     add_code_system_arguments,
     read_codes,
     write_json,
 )
-from anonymizers.policies import hierarchy_policy, level_of, load_policy
+from anonymizers.policies import load_policy
 
 
 def add_arguments(parser) -> None:
     add_config_options(parser, DisassociationConfig)
     parser.add_argument("--utility-policy", metavar="JSON|LEVEL",
                         help='utility constraints, JSON [["code", ...], ...], or a hierarchy '
-                             'level of the code system (icd9-level-1/2/3, icd10-level-1/2/3)')
+                             'level of the code system (icd9-level-1/2/3, icd10-level-1/2/3); '
+                             'an ICD-9-CM level applies to ICD-10-CM data through --gem')
     parser.add_argument("--input", required=True, help="CSV with columns patient_id,code")
     parser.add_argument("--output", required=True, help="JSON file to write")
     add_verify_option(parser)
@@ -42,7 +44,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     clean = read_codes(args.input, ["patient_id", "code"], args)
     records = clean.table
-    policy = _utility_policy(args.utility_policy, records["code"].unique(), args.code_system)
+    policy = _utility_policy(args.utility_policy, records["code"].unique(), args.code_system,
+                             args.gem)
     config = config_from_args(DisassociationConfig, args, utility_policy=policy)
     try:
         result = disassociate(records, config)
@@ -62,10 +65,10 @@ def run(args) -> int:
     return 0
 
 
-def _utility_policy(name: str | None, codes, code_system: str):
-    """None, a hierarchy level over ``codes``, or a JSON file's constraints."""
+def _utility_policy(name: str | None, codes, code_system: str, gem: str | None):
+    """None, a hierarchy level over ``codes`` (``cli.utility``), or a JSON
+    file's constraints."""
     if not name:
         return None
-    level = level_of(name, code_system)
-    return load_policy(name) if level is None else \
-        hierarchy_policy(codes, level, code_system=code_system)
+    levels = level_policy(name, codes, code_system, gem)
+    return load_policy(name) if levels is None else levels

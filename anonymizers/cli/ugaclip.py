@@ -22,6 +22,7 @@ from anonymizers.cli.options import (
     config_from_args,
     pseudonym_key,
 )
+from anonymizers.cli.utility import level_policy
 from anonymizers.errors import ParameterError
 from anonymizers.io import (
     add_code_system_arguments,
@@ -29,7 +30,6 @@ from anonymizers.io import (
     read_json,
     write_json,
 )
-from anonymizers.policies import hierarchy_policy, level_of
 from anonymizers.ppe import policy_from_dict
 from anonymizers.ugaclip import UGACLIPConfig, load_utility_policy, ugaclip
 from anonymizers.ugaclip.policy import bundled
@@ -42,7 +42,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--utility-policy", required=True,
                         help="JSON file, a hierarchy level of the code system "
                              "(icd9-level-1/2/3, icd10-level-1/2/3), or one of: "
-                             f"{', '.join(bundled())} (ICD-9-CM lists)")
+                             f"{', '.join(bundled())} (ICD-9-CM lists); an ICD-9-CM "
+                             "level or list applies to ICD-10-CM data through --gem")
     parser.add_argument("--strip-dots", action="store_true",
                         help="remove dots from the utility policy's codes (493.00 -> 49300)")
     parser.add_argument("--input", required=True, help="CSV: patient_id,code")
@@ -84,12 +85,12 @@ def run(args) -> int:
 
 
 def _utility_policy(args, codes):
-    """A hierarchy level over ``codes`` in the code system, or a listed policy
-    (checked against the code system; the bundled ICD-9-CM lists are carried
-    into ICD-10-CM through ``--gem``)."""
-    level = level_of(args.utility_policy, args.code_system)
-    if level is not None:
-        return hierarchy_policy(codes, level, code_system=args.code_system)
+    """A hierarchy level over ``codes`` (``cli.utility``), or a listed policy
+    (checked against the code system; the bundled ICD-9-CM lists, like ICD-9's
+    levels, are carried into ICD-10-CM through ``--gem``)."""
+    levels = level_policy(args.utility_policy, codes, args.code_system, args.gem)
+    if levels is not None:
+        return levels
     if args.code_system == "icd9cm":
         return load_utility_policy(args.utility_policy, strip_dots=args.strip_dots)
     mapping = None

@@ -187,7 +187,7 @@ def test_ugaclip_and_disassociate_on_icd10_with_a_level_policy(tmp_path, capsys)
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["code_system"] == "icd10cm"
     assert main([*ugaclip, "icd9-level-2"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "icd9-level-2 groups icd9cm codes" in err[0]
+    assert len(err) == 1 and "icd9-level-2 groups ICD-9-CM codes" in err[0] and "--gem" in err[0]
 
 
 # --- ICD-10 beside ICD-9 on the same trajectories (GEM) --------------------------

@@ -1,0 +1,156 @@
+"""ICD-9-CM's hierarchy-level utility policies carried into ICD-10-CM
+(``ugaclip.policy.carried_level``, ``cli.utility.level_policy``): the diseases an
+ICD-9 analysis grouped, written in ICD-10-CM codes through CMS's GEM
+(docs/methods/ugaclip.md#ugaclip-policy).  Issue 27: the same utility policy on the
+same data in either code system."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anonymizers.__main__ import main
+from anonymizers.codesystems import Mapping, gem_forward
+from anonymizers.policies import hierarchy_groups
+from anonymizers.ugaclip.policy import carried_level
+
+FLAGS = {"flags": "00000", "approximate": "0", "no_map": "0", "combination": "0",
+         "scenario": "0", "choice_list": "0"}
+# 2724 (272, lipids) -> E119 is not CMS's entry: it makes two categories reach one target
+PAIRS = [("25000", "E119"), ("25001", "E109"), ("2720", "E780"), ("2724", "E119"),
+         ("4011", "I10"), ("4019", "I10"), ("5990", "N390")]
+
+
+def gem_table(pairs=PAIRS) -> pd.DataFrame:
+    return pd.DataFrame([{"icd9cm": a, "icd10cm": b, **FLAGS} for a, b in pairs])
+
+
+def gem_file(path: Path, pairs=PAIRS) -> str:
+    with gzip.open(path, "wt") as f:
+        gem_table(pairs).to_csv(f, index=False)
+    return str(path)
+
+
+def test_level_1_groups_each_icd9_category_and_the_first_keeps_a_shared_target():
+    policy = carried_level(1, gem_forward(gem_table()))
+    assert dict(zip(policy.names, policy.constraints)) == {
+        "250": ("E109", "E119"), "272": ("E780",), "401": ("I10",), "599": ("N390",)}
+    assert any("2724 -> E119, already in 250" in n for n in policy.notes)
+
+
+def test_level_3_groups_by_icd9_chapter():
+    policy = carried_level(3, gem_forward(gem_table()))
+    assert dict(zip(policy.names, policy.constraints)) == {
+        "240-279": ("E109", "E119", "E780"), "390-459": ("I10",), "580-629": ("N390",)}
+
+
+ICD9 = ["25000", "25001", "25002", "2720", "2724", "4011", "4019", "4280", "42731", "5990",
+        "7245", "49390", "V5861", "E8809"]
+ICD10 = ["E119", "E109", "E780", "I10", "I509", "I4891", "N390", "M545", "J45909", "Z7901"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from(ICD9), st.sampled_from(ICD10), max_size=len(ICD9)),
+       st.sampled_from([1, 2, 3]))
+def test_carried_groups_are_disjoint_and_each_target_stays_with_the_first_group(codes, level):
+    """Against a direct reading: each ICD-9 group's targets, a target kept by
+    the first group (in node order) that reaches it, nothing else."""
+    policy = carried_level(level, Mapping(codes, {c: "single" for c in codes}))
+    groups = hierarchy_groups(codes, level, code_system="icd9cm")
+    expected, owner = {}, {}
+    for node in sorted(groups):
+        for c in groups[node]:
+            owner.setdefault(codes[c], node)
+        mine = sorted({codes[c] for c in groups[node] if owner[codes[c]] == node})
+        if mine:
+            expected[node] = tuple(mine)
+    assert dict(zip(policy.names, policy.constraints)) == expected
+    flat = [c for u in policy.constraints for c in u]
+    assert len(flat) == len(set(flat))
+
+
+# --- the command line -----------------------------------------------------------------
+
+def icd10_claims(n: int = 60, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    codes = ["E119", "E109", "E780", "I10", "N390"]
+    rows = [(f"p{p}", c) for p in range(n)
+            for c in rng.choice(codes, size=rng.integers(1, 4), replace=False)]
+    return pd.DataFrame(rows, columns=["patient_id", "code"])
+
+
+def ppe(tmp_path, claims: str, *flags) -> str:
+    policy = tmp_path / "ppe.json"
+    assert main(["ppe", "--k", "3", "--input", claims, "--output", str(policy), *flags]) == 0
+    return str(policy)
+
+
+def ugaclip(tmp_path, claims: str, utility: str, *flags) -> tuple[int, Path]:
+    out = tmp_path / "release.json"
+    code = main(["ugaclip", "--k", "3", "--seed", "1", "--privacy-policy",
+                 ppe(tmp_path, claims, "--code-system", "icd10cm"), "--utility-policy", utility,
+                 "--input", claims, "--output", str(out), "--code-system", "icd10cm", *flags])
+    return code, out
+
+
+def test_ugaclip_carries_icd9_level_1_into_icd10_data_through_the_gem(tmp_path):
+    claims = str(tmp_path / "claims.csv")
+    icd10_claims().to_csv(claims, index=False)
+    code, out = ugaclip(tmp_path, claims, "icd9-level-1", "--gem", gem_file(tmp_path / "g.gz"))
+    assert code == 0
+    release = json.loads(out.read_text())
+    # the carried groups: {E109, E119} (250), {E780}, {I10}, {N390}; ICD-10's own level 1
+    # would put E109 and E119 apart (E10, E11), so E109 + E119 together is the carried policy
+    assert release["metrics"]["utility_constraints"]["n_present"] == 4
+    together = [set(i) for i in release["items"] if len(i) > 1]
+    assert all(i <= {"E109", "E119"} for i in together)
+
+
+def test_icd9_level_on_icd10_data_without_a_gem_is_one_clear_line(tmp_path, capsys):
+    claims = str(tmp_path / "claims.csv")
+    icd10_claims().to_csv(claims, index=False)
+    capsys.readouterr()
+    code, out = ugaclip(tmp_path, claims, "icd9-level-1")
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and not out.exists()  # a parameter error (2 is bad input)
+    assert "\n" not in err and "--gem" in err and "icd10-level-1" in err
+
+
+def test_an_icd10_level_is_not_carried_back_into_icd9_data(tmp_path, capsys):
+    claims = tmp_path / "claims.csv"
+    pd.DataFrame({"patient_id": ["a", "b", "c"], "code": ["25000", "4011", "25000"]}) \
+        .to_csv(claims, index=False)
+    out = tmp_path / "d.json"
+    capsys.readouterr()
+    code = main(["disassociate", "--k", "2", "--m", "2", "--seed", "1", "--utility-policy",
+                 "icd10-level-1", "--gem", gem_file(tmp_path / "g.gz"), "--input", str(claims),
+                 "--output", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and not out.exists() and "\n" not in err and "icd9-level-1" in err
+
+
+def test_disassociate_takes_the_carried_policy(tmp_path):
+    claims = str(tmp_path / "claims.csv")
+    icd10_claims().to_csv(claims, index=False)
+    out = tmp_path / "d.json"
+    assert main(["disassociate", "--k", "3", "--m", "2", "--seed", "1", "--utility-policy",
+                 "icd9-level-1", "--gem", gem_file(tmp_path / "g.gz"), "--code-system",
+                 "icd10cm", "--input", claims, "--output", str(out)]) == 0
+    assert out.exists()
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_cms_gem_carries_every_level(datasets_dir, level):
+    """On CMS's GEM itself: disjoint groups, each named by an ICD-9-CM node."""
+    gem = pd.read_csv(datasets_dir / "icd9" / "icd9toicd10cmgem.csv.gz", dtype=str)
+    policy = carried_level(level, gem_forward(gem))
+    flat = [c for u in policy.constraints for c in u]
+    assert len(flat) == len(set(flat)) > 1000
+    assert ("250" in policy.names) == (level == 1)
