@@ -37,6 +37,9 @@ from anonymizers.hierarchy import ROOT
 ICD9CM, ICD10CM = "icd9cm", "icd10cm"
 CODE_SYSTEMS = (ICD9CM, ICD10CM)
 NAMES = {ICD9CM: "ICD-9-CM", ICD10CM: "ICD-10-CM"}
+#: CMS's ICD-9-CM -> ICD-10-CM GEM as the project ships it (anonymizers/data/hhp/SOURCES.md),
+#: in the layout ``gem_forward`` reads; relative to the repository root for messages
+FORWARD_GEM = "anonymizers/data/hhp/gem/icd9toicd10cmgem.csv.gz"
 # CCW's *_VRSN_CD values (CCW data dictionary: 9 = ICD-9, 0 = ICD-10)
 VERSION_FLAGS = {"9": ICD9CM, "0": ICD10CM}
 #: ICD-9-CM's form of a diagnosis code: DE-SynPUF writes codes of this form
@@ -155,7 +158,7 @@ def gem_forward(gem: pd.DataFrame, target: str = ICD10CM, sources=(),
 
     ``gem``: the GEM as a table with columns ``icd9cm, icd10cm, no_map,
     combination, scenario, choice_list, approximate`` (the CMS flags split
-    out, as ../shared/datasets/icd9/icd9toicd10cmgem.csv.gz holds it).
+    out, as ``FORWARD_GEM`` holds it).
 
     The rule (the GEM maps a code to several targets in two ways; a
     trajectory keeps one value per source value, so one is chosen):

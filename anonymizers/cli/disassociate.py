@@ -19,13 +19,13 @@ from anonymizers.cli.options import (
     add_verify_option,
     config_from_args,
 )
-from anonymizers.cli.utility import level_policy
 from anonymizers.disassociation import DisassociationConfig, TooFewRecords, disassociate
 from anonymizers.io import (
     add_code_system_arguments,
     read_codes,
     write_json,
 )
+from anonymizers.level_policies import level_policy
 from anonymizers.policies import load_policy
 
 
@@ -66,7 +66,7 @@ def run(args) -> int:
 
 
 def _utility_policy(name: str | None, codes, code_system: str, gem: str | None):
-    """None, a hierarchy level over ``codes`` (``cli.utility``), or a JSON
+    """None, a hierarchy level over ``codes`` (``anonymizers.level_policies``), or a JSON
     file's constraints."""
     if not name:
         return None

@@ -22,7 +22,6 @@ from anonymizers.cli.options import (
     config_from_args,
     pseudonym_key,
 )
-from anonymizers.cli.utility import level_policy
 from anonymizers.errors import ParameterError
 from anonymizers.io import (
     add_code_system_arguments,
@@ -30,6 +29,7 @@ from anonymizers.io import (
     read_json,
     write_json,
 )
+from anonymizers.level_policies import level_policy
 from anonymizers.ppe import policy_from_dict
 from anonymizers.ugaclip import UGACLIPConfig, load_utility_policy, ugaclip
 from anonymizers.ugaclip.policy import bundled
@@ -85,7 +85,7 @@ def run(args) -> int:
 
 
 def _utility_policy(args, codes):
-    """A hierarchy level over ``codes`` (``cli.utility``), or a listed policy
+    """A hierarchy level over ``codes`` (``anonymizers.level_policies``), or a listed policy
     (checked against the code system; the bundled ICD-9-CM lists, like ICD-9's
     levels, are carried into ICD-10-CM through ``--gem``)."""
     levels = level_policy(args.utility_policy, codes, args.code_system, args.gem)

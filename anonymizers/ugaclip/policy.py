@@ -97,22 +97,6 @@ class UtilityPolicy:
         return self
 
 
-def carried_level(level: int, mapping, target: str = ICD10CM) -> UtilityPolicy:
-    """ICD-9-CM's level-``level`` hierarchy policy carried into ``target``
-    (docs/methods/ugaclip.md#ugaclip-policy): the ICD-9-CM codes ``mapping``
-    carries, grouped by their category, section or chapter (``hierarchy_groups``)
-    and named by it, then carried by ``mapped`` (a target two groups reach stays
-    with the first in code order).  The diseases an ICD-9 analysis grouped,
-    written in ``target``'s codes, not ``target``'s own, finer, categories."""
-    from anonymizers.policies import hierarchy_groups
-
-    groups = hierarchy_groups(mapping.codes, level, code_system=ICD9CM)
-    names = sorted(groups)
-    policy = UtilityPolicy.from_lists([groups[n] for n in names], names,
-                                      f"icd9-level-{level}")
-    return policy.mapped(mapping, target)
-
-
 def bundled() -> list[str]:
     """Names accepted by ``load_utility_policy`` besides file paths."""
     out = []

@@ -3,7 +3,8 @@
 A file names the source scope, the code system of its claims (``code_system``:
 ``icd9cm``, the default, or ``icd10cm``) and what the extract does with codes
 of the other system (``mixed``: ``refuse``, the default, or ``map-to-icd10``
-through CMS's GEM named by ``gem``) and with unknown codes (``drop_unknown``),
+through CMS's GEM named by ``gem``) and with unknown codes (``drop_unknown``);
+``gem`` also carries an ICD-9-CM level utility policy into ICD-10-CM claims,
 the screening policy, the method and its parameters, validation thresholds,
 what a trigger may change, the schedule and the destination table.  It is the approved policy of the release: a run
 uses its method and at least its protection (``deid.overrides``).
@@ -29,8 +30,17 @@ from pathlib import Path
 
 import yaml
 
+from anonymizers.codesystems import FORWARD_GEM
 from anonymizers.errors import InputError
-from deid.methods import FILE_ONLY, METHODS, METRICS, STRONGER, check_params, param_schemas
+from anonymizers.policies import named_level
+from deid.methods import (
+    FILE_ONLY,
+    METHODS,
+    METRICS,
+    STRONGER,
+    check_params,
+    param_schemas,
+)
 from deid.paths import ROOT
 from deid.scope import checked as checked_scope
 
@@ -117,7 +127,7 @@ def load_release(path: Path) -> Release:
         raise ReleaseConfigError(path, f"params.{misplaced[0]}", "a top-level field of the "
                                  f"release file ({misplaced[0]}: ...), not a method parameter")
     codes = _code_policy(path, raw)
-    file_params = {**file_params, "code_system": codes.code_system}
+    file_params = {**file_params, "code_system": codes.code_system, "gem": codes.gem}
     try:
         check_params(method, file_params)
     except ValueError as exc:
@@ -150,25 +160,39 @@ def _code_policy(path: Path, raw: dict) -> CodePolicy:
     drop = raw.get("drop_unknown", False)
     if not isinstance(drop, bool):
         raise ReleaseConfigError(path, "drop_unknown", f"must be true or false, not {drop!r}")
-    gem = raw.get("gem")
-    if mixed == "map-to-icd10":
-        if system != "icd10cm":
-            raise ReleaseConfigError(path, "mixed", "map-to-icd10 maps ICD-9-CM codes into "
-                                     "ICD-10-CM: it needs code_system: icd10cm")
-        if not isinstance(gem, str) or not gem.strip():
-            raise ReleaseConfigError(path, "gem", "mixed: map-to-icd10 needs the path of "
-                                     "CMS's ICD-9 -> ICD-10-CM GEM (CSV)")
-        gem = str(ROOT / gem) if not Path(gem).is_absolute() else gem
-        if not Path(gem).is_file():
-            raise ReleaseConfigError(path, "gem", f"no such file: {gem}")
-    elif gem is not None:
-        raise ReleaseConfigError(path, "gem", "read only with mixed: map-to-icd10")
     policy = raw.get("screening_policy")
     if POLICY_CODE_SYSTEM.get(policy, system) != system:
         raise ReleaseConfigError(path, "screening_policy", f"{policy} lists "
                                  f"{POLICY_CODE_SYSTEM[policy]} codes; the claims are "
                                  f"{system} (code_system): name the policy of their system")
+    gem = raw.get("gem")
+    if mixed == "map-to-icd10" and system != "icd10cm":
+        raise ReleaseConfigError(path, "mixed", "map-to-icd10 maps ICD-9-CM codes into "
+                                 "ICD-10-CM: it needs code_system: icd10cm")
+    needs = ("mixed: map-to-icd10" if mixed == "map-to-icd10" else
+             _carried_policy(raw) if system == "icd10cm" else None)
+    if needs:
+        if not isinstance(gem, str) or not gem.strip():
+            raise ReleaseConfigError(path, "gem", f"{needs} needs the path of CMS's ICD-9 -> "
+                                     f"ICD-10-CM GEM (CSV; the project ships {FORWARD_GEM})")
+        gem = str(ROOT / gem) if not Path(gem).is_absolute() else gem
+        if not Path(gem).is_file():
+            raise ReleaseConfigError(path, "gem", f"no such file: {gem}")
+    elif gem is not None:
+        raise ReleaseConfigError(path, "gem", "read only with mixed: map-to-icd10 or an "
+                                 "ICD-9-CM level utility policy (icd9-level-N) on ICD-10-CM "
+                                 "claims")
     return CodePolicy(system, mixed, drop, gem)
+
+
+def _carried_policy(raw: dict) -> str | None:
+    """The words "utility_policy: icd9-level-N" when the file's method parameters
+    name an ICD-9-CM level, which ICD-10-CM claims meet carried through the GEM
+    (anonymizers/level_policies.py); else None."""
+    params = raw.get("params")
+    name = params.get("utility_policy") if isinstance(params, dict) else None
+    named = named_level(name) if isinstance(name, str) else None
+    return f"utility_policy: {name}" if named and named[0] == "icd9cm" else None
 
 
 def _check_fields(path: Path, raw: dict) -> None:

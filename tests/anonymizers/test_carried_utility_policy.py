@@ -1,5 +1,5 @@
 """ICD-9-CM's hierarchy-level utility policies carried into ICD-10-CM
-(``ugaclip.policy.carried_level``, ``cli.utility.level_policy``): the diseases an
+(``anonymizers.level_policies``): the diseases an
 ICD-9 analysis grouped, written in ICD-10-CM codes through CMS's GEM
 (docs/methods/ugaclip.md#ugaclip-policy).  Issue 27: the same utility policy on the
 same data in either code system."""
@@ -17,9 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonymizers.__main__ import main
-from anonymizers.codesystems import Mapping, gem_forward
+from anonymizers.codesystems import FORWARD_GEM, Mapping, gem_forward
+from anonymizers.io import read_gem
+from anonymizers.level_policies import carried_level
 from anonymizers.policies import hierarchy_groups
-from anonymizers.ugaclip.policy import carried_level
 
 FLAGS = {"flags": "00000", "approximate": "0", "no_map": "0", "combination": "0",
          "scenario": "0", "choice_list": "0"}
@@ -146,11 +147,22 @@ def test_disassociate_takes_the_carried_policy(tmp_path):
     assert out.exists()
 
 
+ROOT = Path(__file__).parents[2]
+
+
+def test_the_shipped_forward_gem_is_cms_file_as_sources_says():
+    """anonymizers/data/hhp/SOURCES.md: 23,912 rows, raw sha256 a4da8e8a59b3f7c6..."""
+    import hashlib
+
+    raw = gzip.decompress((ROOT / FORWARD_GEM).read_bytes())
+    assert hashlib.sha256(raw).hexdigest().startswith("a4da8e8a59b3f7c6")
+    assert raw.count(b"\n") == 23_913  # header and rows
+
+
 @pytest.mark.parametrize("level", [1, 2, 3])
-def test_cms_gem_carries_every_level(datasets_dir, level):
-    """On CMS's GEM itself: disjoint groups, each named by an ICD-9-CM node."""
-    gem = pd.read_csv(datasets_dir / "icd9" / "icd9toicd10cmgem.csv.gz", dtype=str)
-    policy = carried_level(level, gem_forward(gem))
+def test_cms_gem_carries_every_level(level):
+    """On CMS's GEM as shipped: disjoint groups, each named by an ICD-9-CM node."""
+    policy = carried_level(level, gem_forward(read_gem(str(ROOT / FORWARD_GEM))))
     flat = [c for u in policy.constraints for c in u]
     assert len(flat) == len(set(flat)) > 1000
     assert ("250" in policy.names) == (level == 1)

@@ -10,8 +10,9 @@ import os
 import pytest
 import yaml
 from deid.admin_setup import RIF_TABLES
+from deid.paths import ROOT
 
-from anonymizers.codesystems import is_valid
+from anonymizers.codesystems import FORWARD_GEM, is_valid
 from tests.dags.release_copies import TEST_POLICY, forget_history, write_copies
 from tools.demo_data import TABLES, load_synthetic
 
@@ -38,6 +39,12 @@ def release_files(tmp_path_factory):
     least.update(name="medco_least_ratio", destination={"table": "medco_least_ratio"})
     least["params"].update(frequency_step="least_ratio", n_clusters=3)
     (folder / "medco_least_ratio.yaml").write_text(yaml.safe_dump(least))
+    # ugaclip_diagnoses_icd10 keeping ICD-9's sections: icd9-level-2 carried through the GEM
+    carried = yaml.safe_load((folder / "ugaclip_diagnoses_icd10.yaml").read_text())
+    carried.update(name="ugaclip_carried", destination={"table": "ugaclip_carried"},
+                   gem=FORWARD_GEM)
+    carried["params"]["utility_policy"] = "icd9-level-2"
+    (folder / "ugaclip_carried.yaml").write_text(yaml.safe_dump(carried))
     before = os.environ.get("DEID_RELEASES_DIR")
     os.environ["DEID_RELEASES_DIR"] = str(folder)
     os.environ.setdefault("AIRFLOW_VAR_DEID_TOKEN_KEY", "test-key-not-secret")
@@ -211,8 +218,38 @@ def test_every_method_runs_on_icd10_claims_with_its_verifier(release, icd10_ids,
 
 
 def test_a_policy_over_the_other_code_system_is_refused(icd10_ids, warehouse):
-    """ICD-9 levels on ICD-10-CM claims would group nothing: refused before any work."""
+    """ICD-9 levels on ICD-10-CM claims would group nothing: refused before any
+    work unless the release names the GEM that carries them."""
     from deid.methods import check_params
 
-    with pytest.raises(ValueError, match="icd9-level-2 groups icd9cm codes; the data's are icd10cm"):
+    with pytest.raises(ValueError, match="icd9-level-2 groups icd9cm codes; the data's are "
+                                         "icd10cm.*set gem:"):
         check_params("ugaclip", {"utility_policy": "icd9-level-2", "code_system": "icd10cm"})
+    with pytest.raises(ValueError, match="icd10-level-2 groups icd10cm codes"):
+        check_params("ugaclip", {"utility_policy": "icd10-level-2", "code_system": "icd9cm",
+                                 "gem": FORWARD_GEM})  # nothing carries ICD-10 back
+
+
+def test_an_icd9_level_policy_is_carried_into_icd10_claims_through_the_gem(icd10_ids,
+                                                                           warehouse):
+    """ugaclip_diagnoses_icd10 with ICD-9's sections (icd9-level-2) and the shipped
+    GEM: every generalized item stays inside one carried section, the release
+    passes its verifier and loads, and the audit records the GEM."""
+    from anonymizers.level_policies import level_policy
+
+    run = _dag("deid_ugaclip_carried").test(run_conf=TEST_POLICY["ugaclip_diagnoses_icd10"])
+    audit = _audit(warehouse, "ugaclip_carried", run.run_id)
+    assert str(run.state).endswith("success"), audit["error"]
+    assert audit["outcome"] == "loaded" and audit["params"]["gem"].endswith(FORWARD_GEM)
+    assert all(v["ok"] for v in audit["verdicts"]["verdicts"])
+    items: dict = {}
+    for item, code in _query(warehouse, "SELECT item_id, code FROM release.ugaclip_carried_items"):
+        items.setdefault(item, set()).add(code)
+    groups = level_policy("icd9-level-2", {c for i in items.values() for c in i}, "icd10cm",
+                          str(ROOT / FORWARD_GEM))
+    section = {c: n for n, g in enumerate(groups) for c in g}
+    merged = [i for i in items.values() if len(i) > 1]
+    # one section each; codes no carried section holds form one implicit constraint of
+    # their own (docs/methods/ugaclip.md) and are never merged with a section's codes
+    assert merged and all(len({section.get(c) for c in i}) == 1 for i in merged)
+    assert any(section.get(next(iter(i))) is not None for i in merged)

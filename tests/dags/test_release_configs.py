@@ -312,8 +312,10 @@ def test_the_run_keeps_the_release_files_code_policy_for_its_extract(tmp_path):
 
 
 def test_a_level_policy_of_the_other_code_system_is_refused(tmp_path):
-    """ICD-9 sections over ICD-10-CM claims would group nothing: the file is refused."""
-    with pytest.raises(ReleaseConfigError, match="icd9-level-1 groups icd9cm codes"):
+    """ICD-9 categories over ICD-10-CM claims would group nothing: without the GEM
+    that carries them (gem:) the file is refused, naming the field."""
+    with pytest.raises(ReleaseConfigError, match="field 'gem': utility_policy: icd9-level-1 "
+                                                 "needs the path"):
         load_release(_write(tmp_path, GOOD + "code_system: icd10cm\n"))
 
 
@@ -341,3 +343,18 @@ def test_an_icd10_file_keeps_its_icd9_files_protection_and_schedule(name):
     assert (icd10.schedule, icd10.scope, icd10.screening_policy) == (
         icd9.schedule, icd9.scope, icd9.screening_policy)
     assert icd10.overrides == icd9.overrides and icd10.destination == f"{name}_icd10"
+
+
+def test_an_icd9_level_policy_on_icd10_claims_needs_and_records_the_gem(tmp_path):
+    """ICD-9's levels reach ICD-10-CM claims carried through CMS's GEM
+    (anonymizers/level_policies.py): the file names it, the run's params carry
+    it, the extract still refuses mixed codes (without it: the test above)."""
+    from anonymizers.codesystems import FORWARD_GEM
+    from deid.paths import ROOT
+
+    release = load_release(_write(tmp_path, GOOD + f"code_system: icd10cm\ngem: {FORWARD_GEM}\n"))
+    assert release.params["gem"] == str(ROOT / FORWARD_GEM) == release.codes.gem
+    assert release.codes.mixed == "refuse"
+    with pytest.raises(ReleaseConfigError) as err:  # ICD-10 levels are not carried back
+        load_release(_write(tmp_path, GOOD_ICD10 + f"gem: {FORWARD_GEM}\n"))
+    assert err.value.field == "gem" and "read only with" in err.value.problem

@@ -47,10 +47,14 @@ COMMON_PARAMS = {
                     "title": "Code system", "description": "The diagnosis code system of "
                     "the source claims (ICD-9-CM or ICD-10-CM); the extract checks every "
                     "code against it."},
+    # set by the release file's top-level ``gem`` field (deid.releases), like code_system
+    "gem": {"type": ["string", "null"], "default": None,
+            "title": "GEM", "description": "CMS's ICD-9-CM -> ICD-10-CM GEM the release maps "
+            "mixed claims or carries an ICD-9-CM level utility policy through; none: not used."},
 }
 #: common parameters only the release file sets: a file writes them as top-level
 #: fields, and no ``overrides:`` rule lets a trigger change them
-FILE_ONLY = frozenset({"code_system"})
+FILE_ONLY = frozenset({"code_system", "gem"})
 
 
 # Which way each protective setting is stronger: a trigger may move it only

@@ -26,9 +26,9 @@ import pandas as pd
 
 from deid import history, staging
 from deid import parquet_io as pio
+from deid.methods import form
 from deid.methods.ugaclip import PARAMS as UGACLIP_PARAMS
 from deid.methods.ugaclip import policy_system, utility_policy
-from deid.methods import form
 from deid.secret import pseudonym_key
 
 TITLE = "Disassociation (k^m-anonymity)"
@@ -70,7 +70,8 @@ MEMBERSHIP, RECORDS = "dis_membership", "dis_records"  # the state's parts
 def check(params: dict) -> None:
     """A hierarchy utility policy must be over the release's code system."""
     if params.get("utility_policy") not in (None, "none"):
-        policy_system(params["utility_policy"], params.get("code_system", "icd9cm"))
+        policy_system(params["utility_policy"], params.get("code_system", "icd9cm"),
+                      params.get("gem"))
 
 
 def _policy(params, claims, extra_codes=()):
@@ -82,7 +83,7 @@ def _policy(params, claims, extra_codes=()):
     codes = pio.distinct(claims, "code")
     if len(extra_codes):
         codes = np.union1d(codes.astype(str), np.asarray(extra_codes, dtype=str))
-    policy = utility_policy(name, codes, params.get("code_system", "icd9cm"))
+    policy = utility_policy(name, codes, params.get("code_system", "icd9cm"), params.get("gem"))
     return policy if isinstance(policy, list) else [list(c) for c in policy.constraints]
 
 
@@ -358,7 +359,10 @@ def _utility(batch: list, fragment, policy, params) -> tuple[dict, np.ndarray | 
         frequent_sets,
         sets_to_enumerate,
     )
-    from anonymizers.disassociation.reconstruct import DEFAULT_ITEM_SUPPORT, DEFAULT_LINKING
+    from anonymizers.disassociation.reconstruct import (
+        DEFAULT_ITEM_SUPPORT,
+        DEFAULT_LINKING,
+    )
 
     pairs = sum(sets_to_enumerate(read(["patient_id"])["patient_id"], 2) for read in batch)
     sizes = (1, 2) if pairs <= dm.MAX_ENUMERATED else (1,)  # too many pairs: codes only

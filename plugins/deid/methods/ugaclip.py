@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from anonymizers.codesystems import FORWARD_GEM
 from deid import append_only, history, staging, utility_summary, validation
 from deid.methods import form
 from deid.secret import pseudonym_key
@@ -54,26 +55,37 @@ def check(params: dict) -> None:
     if params.get("realise_plan") and not (params.get("plan_seconds") or params.get("plan_nodes")):
         raise ValueError("realise_plan: needs a plan to realise (plan_nodes > 0, the same "
                          "release on any host, or plan_seconds > 0)")
-    policy_system(params["utility_policy"], params.get("code_system", "icd9cm"))
+    policy_system(params["utility_policy"], params.get("code_system", "icd9cm"),
+                  params.get("gem"))
 
 
-def policy_system(name: str, code_system: str) -> int | None:
+def policy_system(name: str, code_system: str, gem: str | None = None) -> int | None:
     """The hierarchy level of policy ``name`` (None: a listed policy), after
-    checking that its codes are ``code_system``'s: the paper's lists
-    (``pnas2010*``) hold ICD-9-CM codes."""
+    checking that its codes are ``code_system``'s, or that an ICD-9-CM level
+    meets ICD-10-CM claims through the release's ``gem``
+    (anonymizers/level_policies.py): the paper's lists (``pnas2010*``) hold
+    ICD-9-CM codes."""
     from anonymizers.errors import ParameterError
-    from anonymizers.policies import level_of
+    from anonymizers.policies import level_of, named_level
 
+    named = named_level(name)
+    if named is not None and named[0] == "icd9cm" and code_system == "icd10cm" and gem:
+        return named[1]
     try:
         level = level_of(name, code_system)
     except ParameterError as exc:  # the form's own "<param>: <problem>"
-        raise ValueError(f"utility_policy: {exc.problem}") from None
+        carry = (f", or set gem: to carry it into ICD-10-CM ({CARRY})"
+                 if named[0] == "icd9cm" else "")
+        raise ValueError(f"utility_policy: {exc.problem}{carry}") from None
     if level is None and code_system != "icd9cm":
         raise ValueError(f"utility_policy: {name} lists icd9cm codes; the release's claims are "
                          f"{code_system}: name a level policy of their system "
                          f"({code_system[:-2]}-level-1/2/3)")
     return level
 
+
+#: where the refusal of an ICD-9-CM level on ICD-10-CM claims points the user
+CARRY = f"the project ships CMS's GEM as {FORWARD_GEM}"
 
 STEPS = ("generalize",)
 
@@ -83,13 +95,15 @@ def _records(run) -> pd.DataFrame:
             .drop_duplicates(ignore_index=True))
 
 
-def utility_policy(name: str, codes, code_system: str = "icd9cm") -> object:
-    """The utility policy ``name`` over ``codes`` of ``code_system``."""
-    level = policy_system(name, code_system)
+def utility_policy(name: str, codes, code_system: str = "icd9cm",
+                   gem: str | None = None) -> object:
+    """The utility policy ``name`` over ``codes`` of ``code_system`` (an
+    ICD-9-CM level on ICD-10-CM claims carried through ``gem``)."""
+    level = policy_system(name, code_system, gem)
     if level is not None:
-        from anonymizers.policies import hierarchy_policy
+        from anonymizers.level_policies import level_policy
 
-        return hierarchy_policy(codes, level, code_system=code_system)
+        return level_policy(name, codes, code_system, gem, how=f"set gem: ({CARRY})")
     from anonymizers.ugaclip import load_utility_policy
 
     return load_utility_policy(name, strip_dots=True)
@@ -105,7 +119,8 @@ def _anonymize(records: pd.DataFrame, constraints, params):
 
     system = params.get("code_system", "icd9cm")
     return ugaclip(records, constraints,
-                   utility_policy(params["utility_policy"], records["code"].unique(), system),
+                   utility_policy(params["utility_policy"], records["code"].unique(), system,
+                                  params.get("gem")),
                    UGACLIPConfig(k=params["k"], seed=params["seed"], code_system=system,
                                  pseudonym_key=pseudonym_key(),
                                  **{n: params[n] for n in SEARCH_FIELDS if n in params}))
