@@ -19,6 +19,7 @@ from anonymizers.errors import InputError
 # file without a header, or not a CSV file), and parsing it would take minutes.
 HEADER_LIMIT = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
+BARE_CR = "line endings are bare CR (\\r); convert to LF or CRLF"
 
 
 def read_table(path: str | Path, required: list[str],
@@ -27,7 +28,8 @@ def read_table(path: str | Path, required: list[str],
 
     The first line is the header.  Raises InputError naming the file, the
     1-based data row (blank lines are not counted) and the field for: a file
-    that is missing or unreadable, not UTF-8, without a header naming every
+    that is missing or unreadable, not UTF-8, whose lines end in a bare CR
+    (``refuse_bare_cr``), without a header naming every
     ``required`` column, with a row whose number of fields differs from the
     header's (never shifted into an index), with no data row, or with an
     empty value in a required column.  No message quotes a value of the file:
@@ -78,6 +80,7 @@ def _read_header(f, source: str, required: list[str], optional: list[str]) -> li
         raise InputError(source, "cannot be read (a damaged gzip file?)") from None
     if not line:
         raise InputError(source, f"file is empty: expected a header {expected}")
+    refuse_bare_cr(source, line)
     if len(line) > HEADER_LIMIT and not line.endswith(b"\n"):
         raise InputError(source, f"the first line is longer than {HEADER_LIMIT} bytes, "
                          f"so it is not a header: expected a header {expected}")
@@ -94,6 +97,27 @@ def _read_header(f, source: str, required: list[str], optional: list[str]) -> li
     if twice is not None:
         raise InputError(source, "the header names this column twice", field=twice)
     return names
+
+
+def refuse_bare_cr(source: str, head: bytes) -> None:
+    """InputError ``BARE_CR`` naming only the file when its lines end in a bare
+    CR (old Mac OS files).  ``head`` is the file's first bytes (unzipped): its
+    first line with its end, or at least ``HEADER_LIMIT + 1`` bytes of it.
+
+    Such a file has no LF, so a reader splitting lines on LF takes it whole
+    for the header and refused it for a misleading reason (a missing column,
+    a column named twice, a first line too long), failed with a traceback,
+    or named a value of a data row as a column.  A CR is bare when more of
+    the first line follows it: the CR of a CRLF end is not, nor a lone CR
+    ending a header-only file.  Such a file is refused, not read: the line
+    logic here and in the RIF loader (the header's readline, row numbers
+    counted in LFs for errors) knows LF and CRLF only, and one line telling
+    the operator to convert it costs less than teaching each path CR.  (The
+    DE-SynPUF loader, which pandas reads whole, reads such a file right.)"""
+    end = head.find(b"\n")
+    line = head if end < 0 else head[:end]
+    if b"\r" in line.rstrip(b"\r"):
+        raise InputError(source, BARE_CR)
 
 
 def _locate_csv_error(path: Path, source: str, header: list[str]) -> InputError:

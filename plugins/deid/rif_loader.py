@@ -20,8 +20,11 @@ Every file is checked whole before anything is loaded, and a fault raises
 ``InputError`` naming the file, the data row and the field, never a value
 (no BENE_ID, code or date of the row).  Rows are numbered from 1 over the
 data lines, the header not counted: row N is line N + 1 of the (unzipped)
-file.  Refused:
+file; lines end in LF or CRLF.  Refused:
 
+- lines ending in a bare CR (old Mac OS; ``anonymizers.io.refuse_bare_cr``),
+  named as such rather than read as one header line; a bare CR in a data
+  line (mixed line endings, or a CR in a value), with its row;
 - bytes that are not UTF-8 (the row, or the header, and the byte offset);
   a gzip file that does not end (a truncated copy);
 - a line with more or fewer ``|``-separated fields than the header (a file
@@ -68,6 +71,7 @@ import pandas as pd
 
 from anonymizers import codesystems
 from anonymizers.errors import InputError
+from anonymizers.io import HEADER_LIMIT, refuse_bare_cr
 
 CLAIM_TYPES = ("carrier", "dme", "hha", "hospice", "inpatient", "outpatient", "snf")
 CLAIM_FIELDS = ("BENE_ID", "CLM_ID", "CLM_FROM_DT", "CLM_THRU_DT")
@@ -111,14 +115,24 @@ def kind_of(path: Path) -> tuple[str, int | None]:
 
 def read_table(path: Path) -> pd.DataFrame:
     """The file's rows as text, header names stripped and upper-cased; refused
-    (InputError) unless every line is UTF-8 without NUL bytes and has the
-    header's number of fields (module docstring).  The whole file is checked
-    in memory (its bytes, text and lines beside the frame: about 4-5 times its
-    size) so that nothing is read into pandas before it passes; a file of
-    several GB needs that much memory (a streaming check is left to do)."""
+    (InputError) unless every line is UTF-8 without NUL bytes, ends in LF or
+    CRLF and has the header's number of fields (module docstring).  The whole
+    file is checked in memory (its bytes, text and lines beside the frame:
+    about 4-5 times its size) so that nothing is read into pandas before it
+    passes; a file of several GB needs that much memory (a streaming check is
+    left to do)."""
     source = str(path)
-    text = _decoded(_file_bytes(path), source)
-    lines = text.replace("\r\n", "\n").split("\n")
+    raw = _file_bytes(path)
+    refuse_bare_cr(source, raw[:HEADER_LIMIT + 1])  # else the whole file is the header
+    text = _decoded(raw, source)
+    del raw  # not kept beside the text (the memory said above)
+    text = text.replace("\r\n", "\n")
+    header_end = text.find("\n")
+    cr = text.find("\r", header_end + 1) if header_end >= 0 else -1
+    if cr >= 0:  # a data line of a file whose line endings are mixed, or a CR in a value
+        raise InputError(source, "a bare CR (\\r) in the line: lines must end in LF or CRLF",
+                         row=text.count("\n", 0, cr))
+    lines = text.split("\n")
     while lines and lines[-1] == "":
         lines.pop()  # the last line's terminator, and blank lines after it
     if not lines or not lines[0].strip():

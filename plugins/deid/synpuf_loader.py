@@ -1,6 +1,9 @@
 """Load DE-SynPUF CSV files, as CMS publishes them, into the source schema.
 
-Files may be gzip or plain, with a quoted (CMS originals) or unquoted header;
+Files may be gzip or plain, with a quoted (CMS originals) or unquoted header,
+their lines ending in LF, CRLF or a bare CR (old Mac OS: pandas' reader
+takes each as a line end, so such a file is read right, not refused as the
+RIF loader and the commands refuse it, whose readers split lines on LF);
 the kind of file and the year of a beneficiary summary come from the CMS file
 name (``DE1_0_2008_Beneficiary_Summary_File_Sample_1.csv``...).  Every value
 the pipeline uses is checked before anything is written: a missing column, an

@@ -280,3 +280,18 @@ def test_a_forward_gem_maps(tmp_path, capsys):
     assert code == 0
     assert json.loads(out.read_text())["metrics"]["rows_mapped_to_code_system"] == 1
     assert "1 mapped" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("ending", [b"\r", b"\r\n"])
+def test_a_gem_with_bare_cr_line_endings_is_refused_a_crlf_one_maps(tmp_path, capsys, ending):
+    forward = gem_file(tmp_path / "forward.csv.gz", "icd9cm", [("4011", "I10"),
+                                                               ("25000", "E119")])
+    gem = tmp_path / "gem.csv"
+    gem.write_bytes(gzip.decompress(Path(forward).read_bytes()).replace(b"\n", ending))
+    code, out = map_run(tmp_path, str(gem))
+    err = capsys.readouterr().err.strip()
+    if ending == b"\r\n":
+        assert code == 0, err
+        return
+    assert code == 2 and not out.exists()
+    assert err == f"error: {gem}: line endings are bare CR (\\r); convert to LF or CRLF"

@@ -184,6 +184,17 @@ def test_a_bad_value_names_file_row_field_but_not_the_value(tables, tmp_path, ca
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("file", ["members", "claims"])
+def test_bare_cr_line_endings_are_refused_naming_the_file(tables, tmp_path, capsys, file):
+    paths = dict(zip(("members", "claims"), write(tmp_path, *tables)))
+    bad = paths[file]
+    bad.write_bytes(bad.read_bytes().replace(b"\n", b"\r"))
+    assert hhp(paths["members"], paths["claims"], tmp_path / "out", "--seed", "1") == 2
+    line = one_error_line(capsys, f"{bad}: line endings are bare CR")
+    assert tables[0]["member_id"].iloc[0] not in line.replace(str(tmp_path), "")
+    assert not (tmp_path / "out").exists()
+
+
 def test_unknown_file(tables, tmp_path, capsys):
     m, _ = write(tmp_path, *tables)
     assert hhp(m, tmp_path / "nope.csv", tmp_path / "out", "--seed", "1") == 2

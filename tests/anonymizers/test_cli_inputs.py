@@ -70,6 +70,16 @@ def single_line_10mb(header, rows):
     return unit * (10_000_000 // len(unit))
 
 
+def bare_cr(header, rows):
+    """Old Mac OS line endings: no LF, so the whole file is its first line."""
+    return csv_bytes(header, rows).replace(b"\n", b"\r")
+
+
+def bare_cr_long(header, rows):
+    """The same, longer than HEADER_LIMIT (it was 'the first line is longer')."""
+    return bare_cr(header, rows * 400)
+
+
 # case -> (file content from (header, rows), what the one line must say)
 CASES = {
     "non_utf8": (non_utf8, ["row 3", "field 'patient_id'", "not UTF-8"]),
@@ -82,6 +92,8 @@ CASES = {
     "single_line_10mb": (single_line_10mb, ["first line is longer than", "header"]),
     "header_only": (lambda header, rows: csv_bytes(header, []), ["no data rows"]),
     "empty_file": (lambda header, rows: b"", ["file is empty"]),
+    "bare_cr": (bare_cr, ["line endings are bare CR (\\r); convert to LF or CRLF"]),
+    "bare_cr_long": (bare_cr_long, ["line endings are bare CR (\\r)"]),
 }
 
 
@@ -164,6 +176,34 @@ def test_a_malformed_csv_is_refused_in_one_line(tmp_path, capsys, name, case):
     bad = tmp_path / "bad.csv"
     bad.write_bytes(make(header, rows))
     refused(capsys, command(name, tmp_path, bad), bad, expected, tmp_path / "out")
+
+
+@pytest.mark.parametrize("name", CSV_COMMANDS)
+def test_crlf_line_endings_are_read(tmp_path, capsys, name):
+    """Windows line endings stay accepted beside the bare-CR refusal (the
+    releases of several commands draw a fresh key, so they are not compared:
+    the next test compares what is read)."""
+    header, rows = setup_files(tmp_path, name)
+    crlf = tmp_path / "crlf.csv"
+    crlf.write_bytes(csv_bytes(header, rows).replace(b"\n", b"\r\n"))
+    assert main(command(name, tmp_path, crlf)) == 0, capsys.readouterr().err
+    assert (tmp_path / "out" / "release").exists()
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_crlf_file_reads_as_its_lf_copy(tmp_path, gz):
+    import gzip
+
+    from anonymizers.io import read_table
+    header, rows = setup_files(tmp_path, "lda")
+    data = csv_bytes(header, rows)
+    lf, crlf = tmp_path / "lf.csv", tmp_path / "crlf.csv"
+    lf.write_bytes(gzip.compress(data) if gz else data)
+    data = data.replace(b"\n", b"\r\n")
+    crlf.write_bytes(gzip.compress(data) if gz else data)
+    read = read_table(crlf, header)
+    assert read.equals(read_table(lf, header))
+    assert read["age"].tolist()[:2] == ["40", "41"]  # no CR left on the last column
 
 
 @pytest.mark.parametrize("name", CSV_COMMANDS)
@@ -259,7 +299,7 @@ def test_reconstruct_refuses_a_missing_output_folder(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("case", ["non_utf8", "extra_field_every_row", "no_header",
-                                  "single_line_10mb"])
+                                  "single_line_10mb", "bare_cr"])
 def test_the_real_entry_point_prints_one_line(tmp_path, case):
     """``python -m anonymizers`` itself: no traceback, one line, exit 2."""
     header, rows = setup_files(tmp_path, "disassociate")

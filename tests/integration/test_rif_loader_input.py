@@ -139,6 +139,64 @@ def test_a_header_only_file_still_needs_its_columns(folder):
     assert _refused([path]).field == "ICD_DGNS_CD1"
 
 
+BARE_CR = "line endings are bare CR (\\r); convert to LF or CRLF"
+
+
+def _line_ends(path, end: bytes) -> None:
+    """Rewrite ``path`` (plain or gzip) with its lines ending in ``end``."""
+    data = path.read_bytes()
+    gz = data[:2] == b"\x1f\x8b"
+    data = (gzip.decompress(data) if gz else data).replace(b"\n", end)
+    path.write_bytes(gzip.compress(data) if gz else data)
+
+
+@pytest.mark.parametrize("name", ["inpatient.csv", "beneficiary_2016.csv", "snf.csv.gz"])
+def test_bare_cr_line_endings_are_refused_naming_the_file_only(folder, name):
+    """Old Mac OS line endings: the file was one header line, refused as
+    'column named twice' or 'missing column', with a row's value as the field."""
+    path = folder / name
+    if name.endswith(".gz"):
+        path.write_bytes(gzip.compress((folder / name.removesuffix(".gz")).read_bytes()))
+    _line_ends(path, b"\r")
+    err = _refused([path])
+    assert (err.source, err.row, err.field) == (str(path), None, None)
+    assert str(err) == f"{path}: {BARE_CR}"
+
+
+def test_a_bare_cr_file_with_no_empty_value_names_no_value(folder):
+    """The old header split on '|' alone made a repeated value a column
+    'named twice' (here a claim date) and quoted it as the field."""
+    path = folder / "carrier.csv"
+    path.write_bytes(b"BENE_ID|CLM_ID|CLM_FROM_DT|CLM_THRU_DT\r"
+                     b"PATIENT7|C1|01-Jan-2016|02-Jan-2016\r"
+                     b"PATIENT7|C2|01-Jan-2016|02-Jan-2016\r")
+    err = _refused([path])
+    assert str(err) == f"{path}: {BARE_CR}"
+
+
+def test_a_bare_cr_in_a_data_line_is_refused_with_its_row(folder):
+    """Mixed line endings (LF header, CR rows) or a CR inside a value: the
+    row is named, and the value is not loaded with a CR in it."""
+    path = folder / "dme.csv"
+    lines = path.read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b"|", b"\r|", 1)
+    path.write_bytes(b"\n".join(lines))
+    err = _refused([path])
+    assert (err.row, err.field) == (4, None) and "bare CR" in str(err)
+    path.write_bytes(b"\n".join(lines[:2]) + b"\n" + b"\r".join(lines[2:]))
+    assert _refused([path]).row == 2
+
+
+def test_crlf_files_read_as_their_lf_copies(folder):
+    lf = read_files(sorted(folder.iterdir()))
+    for path in folder.iterdir():
+        _line_ends(path, b"\r\n")
+    crlf = read_files(sorted(folder.iterdir()))
+    assert crlf["rows"] == lf["rows"] and crlf["rows"]["carrier.csv"] == 810
+    for table in rif_loader.TABLES:
+        pd.testing.assert_frame_equal(crlf[table], lf[table])
+
+
 def _spoil_utf8(path, row: int) -> int:
     """Put a byte that is no UTF-8 at the end of data row ``row`` (its other
     values intact, so a test can look for them in the message); its offset."""
@@ -196,6 +254,17 @@ def test_the_command_refuses_a_cut_file_before_the_warehouse(folder, no_warehous
     assert rif_loader.main([str(folder)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "where the header has 275" in err
+
+
+def test_the_command_refuses_bare_cr_before_the_warehouse(folder, no_warehouse, capsys):
+    path = folder / "carrier.csv"
+    row = _table(path).iloc[0]
+    _line_ends(path, b"\r")
+    assert rif_loader.main([str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path}: {BARE_CR}\n"
+    for field in ("BENE_ID", "CLM_ID", "CLM_FROM_DT"):
+        assert row[field] and row[field] not in err, field
 
 
 def test_the_summary_lists_rows_per_file_header_only_included(folder, monkeypatch, capsys):
