@@ -153,9 +153,11 @@ def _check_ids(df: pd.DataFrame, source: str, offset: int) -> None:
 
 
 def _raise_first(source, offset, col, bad: np.ndarray, values, problem: str) -> None:
+    """Refuse the first ``bad`` row, naming file, row and field but not the value:
+    a date, an amount or a code of a claim is patient data."""
     if bad.any():
         i = int(bad.argmax())
-        raise InputError(source, f"{problem}: {values.iloc[i]!r}", row=offset + i + 1, field=col)
+        raise InputError(source, problem, row=offset + i + 1, field=col)
 
 
 def main(argv: list[str] | None = None) -> int:

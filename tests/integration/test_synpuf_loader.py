@@ -49,13 +49,13 @@ def test_loads_gzip_with_quoted_header_and_plain(tmp_path, empty_source):
     assert counts["beneficiary_summary"] == 1 and counts["carrier_claims"] == 2
 
 
-@pytest.mark.parametrize("row, field, problem", [
-    (_carrier_row(date="2009-07-25"), "CLM_FROM_DT", "unparseable date"),
-    (_carrier_row(code="ABC12"), "ICD9_DGNS_CD_1", "not an ICD-9-CM"),
-    (_carrier_row(bene=""), "DESYNPUF_ID", "empty identifier"),
+@pytest.mark.parametrize("row, field, problem, value", [
+    (_carrier_row(date="2009-07-25"), "CLM_FROM_DT", "unparseable date", "2009-07-25"),
+    (_carrier_row(code="ABC12"), "ICD9_DGNS_CD_1", "not an ICD-9-CM", "ABC12"),
+    (_carrier_row(bene=""), "DESYNPUF_ID", "empty identifier", None),
 ])
 def test_malformed_row_names_file_row_field_and_loads_nothing(tmp_path, empty_source,
-                                                              row, field, problem):
+                                                              row, field, problem, value):
     bene = _bene(tmp_path)
     car = _write(tmp_path, "DE1_0_2008_to_2010_Carrier_Claims_Sample_1A.csv",
                  [CARRIER_HEADER, _carrier_row(), row])
@@ -63,6 +63,7 @@ def test_malformed_row_names_file_row_field_and_loads_nothing(tmp_path, empty_so
         load_files([bene, car])
     assert err.value.row == 2 and err.value.field == field
     assert problem in str(err.value) and car.name in str(err.value)
+    assert value is None or value not in str(err.value)  # a claim's value is patient data
     assert source_counts() == dict.fromkeys(source_counts(), 0)
 
 
