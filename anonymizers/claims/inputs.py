@@ -123,8 +123,7 @@ def _integers(s: pd.Series, source: str, col: str, empty_as) -> np.ndarray:
     bad = (~empty & (np.isnan(num) | (num < 0) | (num != np.floor(num))))
     if bad.any():
         i = int(bad.argmax())
-        raise InputError(source, f"must be a whole number >= 0, got {s.iloc[i]!r}",
-                         row=i + 1, field=col)
+        raise InputError(source, "must be a whole number >= 0", row=i + 1, field=col)
     return np.where(empty, 0 if empty_as is None else empty_as, num).astype(np.int64)
 
 
@@ -135,6 +134,5 @@ def _sex(s: pd.Series, source: str) -> np.ndarray:
     bad = out == ""
     if bad.any():
         i = int(bad.argmax())
-        raise InputError(source, f"sex must be 1/2 or M/F, got {s.iloc[i]!r}", row=i + 1,
-                         field="sex")
+        raise InputError(source, "sex must be 1/2 or M/F", row=i + 1, field="sex")
     return out

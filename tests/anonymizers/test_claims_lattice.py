@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from anonymizers.claims.inputs import normalize
 from anonymizers.claims.lattice import Lattice, build_lattice, search
 from anonymizers.claims.recoding import prepare
 from anonymizers.claims.risk import NodeRisk
+from anonymizers.errors import InputError
 
 
 def make_lattice(sizes, rng) -> Lattice:
@@ -85,3 +87,19 @@ def test_information_loss_is_monotone_and_normalized():
             if node[j] + 1 < len(lat.level_names[j]):
                 node[j] += 1
                 assert lat.loss[lat.index(tuple(node))] >= lat.loss[i]
+
+
+@pytest.mark.parametrize("column, value", [("age_at_service", "-37"), ("age_at_service", "7.5"),
+                                           ("sex", "Q")])
+def test_normalize_names_row_and_field_but_not_a_bad_value(column, value):
+    """The library's own check (the DAG's path, not only the CLI's): a member's
+    age or sex is patient data, so the error names where, not what."""
+    df = pd.DataFrame({"member_id": ["m1", "m2"], "claim_id": ["c1", "c2"],
+                       "service_date": ["2009-01-02", "2009-03-04"],
+                       "age_at_service": ["70", "71"], "sex": ["F", "M"],
+                       "dx_code": ["4019", "25000"]})
+    df.loc[1, column] = value
+    with pytest.raises(InputError) as err:
+        normalize(df, "claims.csv")
+    assert err.value.row == 2 and err.value.field == column
+    assert value not in str(err.value)
