@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -37,9 +38,12 @@ from anonymizers.hierarchy import ROOT
 ICD9CM, ICD10CM = "icd9cm", "icd10cm"
 CODE_SYSTEMS = (ICD9CM, ICD10CM)
 NAMES = {ICD9CM: "ICD-9-CM", ICD10CM: "ICD-10-CM"}
-#: CMS's ICD-9-CM -> ICD-10-CM GEM as the project ships it (anonymizers/data/hhp/SOURCES.md),
-#: in the layout ``gem_forward`` reads; relative to the repository root for messages
+#: CMS's GEMs as the project ships them (anonymizers/data/hhp/SOURCES.md): ICD-9-CM ->
+#: ICD-10-CM in the layout ``gem_forward`` reads, and ICD-10-CM -> ICD-9-CM; paths relative
+#: to ``REPOSITORY``, as messages name them
 FORWARD_GEM = "anonymizers/data/hhp/gem/icd9toicd10cmgem.csv.gz"
+BACKWARD_GEM = "anonymizers/data/hhp/gem/icd10cmtoicd9gem.csv.gz"
+REPOSITORY = Path(__file__).resolve().parents[1]
 # CCW's *_VRSN_CD values (CCW data dictionary: 9 = ICD-9, 0 = ICD-10)
 VERSION_FLAGS = {"9": ICD9CM, "0": ICD10CM}
 #: ICD-9-CM's form of a diagnosis code: DE-SynPUF writes codes of this form

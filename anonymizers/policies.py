@@ -42,6 +42,9 @@ own level-2 constraint as 30 ICD-9 categories do.  Codes are matched
 undotted and upper-case (``S52.521A`` is ``S52521A``) but kept in the policy
 as given.
 
+ICD-9-CM's levels over ICD-10-CM codes (carried through CMS's GEMs):
+``anonymizers/level_policies.py``.
+
 Codes a hierarchy cannot place (not in the tree, such as MEPS's ``-1`` and
 ``-9``, or a chapter/section label above the grouping level) are left out of
 hierarchy- and similarity-based policies; ``unplaced_codes`` lists them.

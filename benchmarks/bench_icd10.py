@@ -20,9 +20,8 @@ Cases (sizes and settings of the ICD-9 benchmark named):
   bound run's repaired plan; ``ugaclip_planned``: UGACLIP guided by its
   suppression plan; ``ugaclip_clinical``: CCS (ICD-9) / CCSR (ICD-10) as
   the utility policy; ``ugaclip_carried``: DE-SynPUF with ICD-9's level-1
-  policy in both systems, carried into ICD-10-CM through the data's map (the
-  same diseases), and through the GEM alone as ``--utility-policy
-  icd9-level-1 --gem`` carries it.
+  policy in both systems, carried into ICD-10-CM through CMS's GEMs as
+  ``--utility-policy icd9-level-1 --gem`` carries it (the same diseases).
 - ``disassociation`` (bench_disassociation): MEPS, k = 5, m = 2, level-1
   policy of the system; utility on the default reconstruction; W1 also on
   ICD-9's W1 queries carried through the map.
@@ -45,8 +44,8 @@ DE-SynPUF and the generator's claims hold full codes and are mapped by
 ``gem_forward`` (its docstring gives the rule).
 
 Case ``lda``: LDA (Tamersoy 2011) at k = 5 on DE-SynPUF TestB claims
-trajectories of the first 300 beneficiaries (``bench_lda.synpuf_pairs``:
-one (code, age) pair per distinct diagnosis code of each claim), in two code
+trajectories of every beneficiary with claims (``bench_lda.synpuf_pairs``:
+one (code, age) pair per distinct diagnosis code and age of a patient), in two code
 selections of bench_lda (``synpuf_release``: the release's ICD-9 categories;
 ``synpuf_d50``: the 50 codes held by the most patients).  Every ICD-9 code
 is mapped to one ICD-10-CM code through CMS's GEM
@@ -90,7 +89,7 @@ from benchmarks.harness import DATASETS, RESULTS, run_benchmark
 
 K = 5
 SEED = 2011
-PATIENTS = 300
+PATIENTS = None  # every TestB beneficiary with claims, as bench_lda (was 300 before 2026-11-28)
 GEM = DATASETS / "icd9" / "icd9toicd10cmgem.csv.gz"
 COHORTS = ("synpuf_release", "synpuf_d50")
 MUST_KEEP = 0.8  # issue 27: at least 80% of ICD-9's share of values below the root
@@ -224,33 +223,13 @@ def case_ugaclip_blocks(system: str, small: bool) -> dict:
 
 def case_ugaclip_carried(system: str, small: bool) -> dict:
     """DE-SynPUF with ICD-9-CM's level-1 policy in both systems: in ICD-10-CM
-    its categories carried through the data's map (``carried_policy``), so both
-    releases keep the same diseases apart (icd10.md); ``_cli``: carried as the
-    command line carries it, through the GEM alone."""
+    its categories carried through CMS's GEMs as the command line and release
+    files carry them (``level_policies.level_policy``), so both releases keep
+    the same diseases apart (icd10.md)."""
     from benchmarks import bench_ugaclip as bu
 
     return {"synpuf_single-visit_carried": ppe_ugaclip(bu.load_synpuf, False, "carried",
-                                                       system, small),
-            "synpuf_single-visit_carried_cli": ppe_ugaclip(bu.load_synpuf, False, "carried-cli",
-                                                           system, small)}
-
-
-def carried_policy(sources, codes, system: str) -> list[list[str]]:
-    """ICD-9-CM's level-1 policy over ``codes``; in ICD-10-CM carried
-    (``carried_level``) through the very map the data went through
-    (``gem_forward`` with the data's ICD-9 ``sources``, as ``code_map``), so
-    that every code is in a group, as in ICD-9-CM.  The command line's map
-    (the GEM alone) leaves the codes of rule 4 in no group (icd10.md)."""
-    from anonymizers.codesystems import gem_forward
-    from anonymizers.level_policies import carried_level
-    from anonymizers.policies import hierarchy_policy
-
-    if system == "icd9cm":
-        return hierarchy_policy(codes, 1, code_system=system)
-    mapping = gem_forward(gem_table(), sources=pd.unique(pd.Series(sources, dtype=object)))
-    present = set(codes)
-    kept = ([c for c in u if c in present] for u in carried_level(1, mapping).constraints)
-    return [u for u in kept if u]
+                                                       system, small)}
 
 
 def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> dict:
@@ -271,9 +250,7 @@ def ugaclip_inputs(load, categories: bool, level, system: str, small: bool) -> d
     codes = patients["code"].unique()
     if level == "clinical":
         utility = clinical_policy(codes, system)
-    elif level == "carried":
-        utility = carried_policy(raw["code"], codes, system)
-    elif level == "carried-cli":  # the command line's --utility-policy icd9-level-1 --gem GEM
+    elif level == "carried":  # the command line's --utility-policy icd9-level-1 --gem GEM
         utility = level_policy("icd9-level-1", codes, system, str(GEM))
     else:
         utility = hierarchy_policy(codes, level, code_system=system)
@@ -713,10 +690,6 @@ HEADLINES = (
      "synpuf_single-visit_carried.ugaclip.kept_codes_pct", True, None, None),
     ("ugaclip_carried", "the same release: utility constraints satisfied %",
      "synpuf_single-visit_carried.ugaclip.utility_satisfied_pct", True, None, None),
-    ("ugaclip_carried", ("the same, carried through the GEM alone (the command line): "
-     "occurrences kept %"), "synpuf_single-visit_carried_cli.ugaclip.kept_occurrences_pct", True,
-     "synpuf_single-visit_carried_cli.ugaclip.seconds",
-     "synpuf_single-visit_carried_cli.ugaclip.verifier_ok"),
     ("ugaclip", "UGACLIP MEPS: occurrences kept %",
      "meps_single-visit.ugaclip.kept_occurrences_pct", True,
      "meps_single-visit.ugaclip.seconds", "meps_single-visit.ugaclip.verifier_ok"),

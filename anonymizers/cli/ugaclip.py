@@ -80,7 +80,8 @@ def run(args) -> int:
     print(f"ugaclip: {m['n_records']} records, {m['n_generalized_items']} generalized items, "
           f"{m['suppressed_codes']} codes suppressed ({m['suppressed_occurrences']} occurrences), "
           f"{m['utility_constraints']['n_satisfied']}/{m['utility_constraints']['n_present']} "
-          f"utility constraints satisfied -> {args.output}; {clean.summary()}")
+          f"utility constraints satisfied ({m['utility_constraints']['codes_in_no_constraint']} "
+          f"codes in none) -> {args.output}; {clean.summary()}")
     return 0
 
 

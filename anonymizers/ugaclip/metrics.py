@@ -55,8 +55,11 @@ def utility_report(policy, codes, item_of: np.ndarray, items) -> dict:
             continue
         ok = all(item_of[i] >= 0 and set(items[item_of[i]]) <= set(u) for i in idx)
         (satisfied if ok else unsatisfied).append(name)
+    grouped = {c for u in policy.constraints for c in u}
     return {"n_constraints": len(policy.constraints), "n_present": len(satisfied) + len(unsatisfied),
-            "n_satisfied": len(satisfied), "unsatisfied": unsatisfied, "absent": absent}
+            "n_satisfied": len(satisfied), "unsatisfied": unsatisfied, "absent": absent,
+            # codes no constraint holds: one implicit constraint (docs/methods/ugaclip.md)
+            "codes_in_no_constraint": sum(c not in grouped for c in codes)}
 
 
 def relative_error_report(records: Records, released, item_of, items, config, rng) -> dict:

@@ -12,8 +12,8 @@ file gives it under ``overrides:`` or by default:
 - ``any`` (the default for ``deid.methods.FREE``, settings the release does
   not depend on): any valid value;
 - ``fixed`` (the default for everything else: seed, utility policy, code
-  lists, ...): not at all.  The code system (``deid.methods.FILE_ONLY``) is
-  fixed whatever the file says: it describes the data, not a protection.
+  lists, ...): not at all.  The code system and the GEM (``deid.methods.FILE_ONLY``)
+  are fixed whatever the file says: they describe the data, not a protection.
 
 The method is never overridden, nor may a run name a parameter its method
 does not have.  A refused run stops before anything is extracted.

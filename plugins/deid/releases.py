@@ -169,12 +169,16 @@ def _code_policy(path: Path, raw: dict) -> CodePolicy:
     if mixed == "map-to-icd10" and system != "icd10cm":
         raise ReleaseConfigError(path, "mixed", "map-to-icd10 maps ICD-9-CM codes into "
                                  "ICD-10-CM: it needs code_system: icd10cm")
+    carried = _carried_policy(raw) if system == "icd10cm" else None
     needs = ("mixed: map-to-icd10" if mixed == "map-to-icd10" else
-             _carried_policy(raw) if system == "icd10cm" else None)
+             f"utility_policy: {carried}" if carried else None)
     if needs:
         if not isinstance(gem, str) or not gem.strip():
+            other = (f", or name the claims' own level ({carried.replace('icd9', 'icd10')})"
+                     if carried and mixed != "map-to-icd10" else "")
             raise ReleaseConfigError(path, "gem", f"{needs} needs the path of CMS's ICD-9 -> "
-                                     f"ICD-10-CM GEM (CSV; the project ships {FORWARD_GEM})")
+                                     f"ICD-10-CM GEM (CSV; the project ships {FORWARD_GEM})"
+                                     f"{other}")
         gem = str(ROOT / gem) if not Path(gem).is_absolute() else gem
         if not Path(gem).is_file():
             raise ReleaseConfigError(path, "gem", f"no such file: {gem}")
@@ -186,13 +190,13 @@ def _code_policy(path: Path, raw: dict) -> CodePolicy:
 
 
 def _carried_policy(raw: dict) -> str | None:
-    """The words "utility_policy: icd9-level-N" when the file's method parameters
-    name an ICD-9-CM level, which ICD-10-CM claims meet carried through the GEM
+    """The ICD-9-CM level (``icd9-level-N``) the file's method parameters name as
+    utility policy, which ICD-10-CM claims meet carried through the GEM
     (anonymizers/level_policies.py); else None."""
     params = raw.get("params")
     name = params.get("utility_policy") if isinstance(params, dict) else None
     named = named_level(name) if isinstance(name, str) else None
-    return f"utility_policy: {name}" if named and named[0] == "icd9cm" else None
+    return name if named and named[0] == "icd9cm" else None
 
 
 def _check_fields(path: Path, raw: dict) -> None:
