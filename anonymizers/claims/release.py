@@ -147,9 +147,12 @@ def finish(staged: Staged, config: HHPConfig, results: list[PartResult], t_searc
     chosen = best_of(lattice, results)
     if chosen is None:
         top = max(evaluated, key=lambda r: lattice.index(r.node))
+        members = staged.report.get("input", {}).get("members")
+        left = ("" if members is None else f"; screening left {prep.n_members} of {members} "
+                f"members")
         raise ParameterError("max_sup", f"no node meets it: even the most general node has "
-                             f"risk {top.risk:.4f} > {config.max_sup} (k={config.k}); raise "
-                             "max_sup, lower k or p_max")
+                             f"risk {top.risk:.4f} > {config.max_sup} (k={config.k}{left}); "
+                             "raise max_sup, lower k or p_max, or release more members")
     st = model.state(chosen.node)
     members, claims, key = release_tables(prep, st, generator(
         config.pseudonym_key, seed,

@@ -235,4 +235,5 @@ def test_hhp_on_the_rif_sample_refuses_what_screening_leaves(tmp_path, capsys, r
     assert main([*hhp, "--drop-unknown"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "max_sup" in err[0] and "no node meets it" in err[0]
+    assert "screening left 1 of 3 members" in err[0]  # the cause, not only the knobs
     assert not out.exists() or not any(out.iterdir())
