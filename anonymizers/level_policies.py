@@ -57,38 +57,69 @@ def carried_level(level: int, codes: Iterable[str], forward: pd.DataFrame,
     (docs/methods/ugaclip.md#ugaclip-policy): each code joins the ICD-9-CM
     category (level 1), section (2) or chapter (3) that most of its GEM links
     lead to, counting distinct ICD-9-CM codes linked to it by the forward GEM
-    (``forward``, as a target, every alternative) or the backward one
-    (``backward``).  A code with no link of its own (a category or
-    subcategory, as rule 4 of ``gem_forward`` maps header codes) takes the
-    links of the codes it prefixes.  Ties go to the node first in the
-    tabular list's order (001-999, V, E).  Codes with no link at all join no
-    group.  Groups are named by their node; codes keep the spelling given."""
+    (``forward``: as a target, every alternative) or the backward one
+    (``backward``).  Combination entries (an ICD-9 code that needs several
+    ICD-10-CM codes, or the reverse) vote only for a code no other entry
+    links: 115.05 (histoplasmosis with pneumonia) -> B39.x + J17 must not pull
+    J17 away from 484.  A code with no link of its own takes those of the
+    codes it prefixes (a category, as rule 4 of ``gem_forward`` maps header
+    codes), else those of its longest prefix that has links, its own or its
+    codes' (a code newer than the GEMs: D49.59 under D49.5).  Ties go to the node first in the tabular
+    list's order (001-999, V, E).  Codes with no link at all join no group.
+    Groups are named by their node; codes keep the spelling given."""
     links = _links(forward, backward)
     links["node"] = links["icd9"].map(_node_of(links["icd9"].unique(), level))
     links = links.dropna(subset=["node"])
-    best = _plurality(links)
+    plain = links[~links["combination"]]
+    best = {**_plurality(links[links["combination"]]), **_plurality(plain)}
+    links = links.sort_values("icd10", kind="stable", ignore_index=True)
+    listed = links["icd10"].to_numpy(dtype=str)
     given = pd.unique(pd.Series(list(codes), dtype=object).astype(str))
     groups: dict[str, list[str]] = {}
     for code, key in zip(given, normalize(given)):
-        node = best.get(key)
-        if node is None and key:  # a category or subcategory: the codes it prefixes
-            below = links[links["icd10"].str.startswith(key)]
-            node = _plurality(below.assign(icd10=key)).get(key) if len(below) else None
+        node = best.get(key) or _below(key, links, listed) or _above(key, best, links, listed)
         if node is not None:
             groups.setdefault(node, []).append(str(code))
     order = sorted(groups, key=_tabular)
     return UtilityPolicy.from_lists([groups[n] for n in order], order, f"icd9-level-{level}")
 
 
+def _below(key: str, links: pd.DataFrame, listed: np.ndarray) -> str | None:
+    """The plurality node of the codes ``key`` prefixes (``listed``: ``links``'
+    ICD-10-CM codes, which are sorted by them)."""
+    if not key:
+        return None
+    lo, hi = np.searchsorted(listed, [key, key + "\uffff"])
+    if lo == hi:
+        return None
+    below = links.iloc[lo:hi]
+    plain = below[~below["combination"]]
+    return _plurality((plain if len(plain) else below).assign(icd10=key)).get(key)
+
+
+def _above(key: str, best: dict[str, str], links: pd.DataFrame,
+           listed: np.ndarray) -> str | None:
+    """The node of ``key``'s longest prefix (3 characters at least) that is
+    listed or prefixes listed codes (its siblings: a code newer than the GEMs)."""
+    for n in range(len(key) - 1, 2, -1):
+        node = best.get(key[:n]) or _below(key[:n], links, listed)
+        if node is not None:
+            return node
+    return None
+
+
 def _links(forward: pd.DataFrame, backward: pd.DataFrame | None) -> pd.DataFrame:
-    """Distinct (icd10, icd9) pairs the GEMs link (``no_map`` rows dropped),
-    undotted."""
-    frames = [g[g["no_map"].astype(int) == 0][["icd10cm", "icd9cm"]]
+    """Distinct (icd10, icd9, combination) links of the GEMs (``no_map`` rows
+    dropped), undotted; a pair linked both ways counts as plain if either is."""
+    frames = [g[g["no_map"].astype(int) == 0][["icd10cm", "icd9cm", "combination"]]
               for g in (forward, backward) if g is not None]
     pairs = pd.concat(frames, ignore_index=True)
     out = pd.DataFrame({"icd10": normalize(pairs["icd10cm"].to_numpy(dtype=object)),
-                        "icd9": normalize(pairs["icd9cm"].to_numpy(dtype=object))})
-    return out[(out["icd10"] != "") & (out["icd9"] != "")].drop_duplicates(ignore_index=True)
+                        "icd9": normalize(pairs["icd9cm"].to_numpy(dtype=object)),
+                        "combination": pairs["combination"].astype(int).to_numpy() == 1})
+    out = out[(out["icd10"] != "") & (out["icd9"] != "")]
+    out = out.groupby(["icd10", "icd9"], as_index=False)["combination"].min()
+    return out
 
 
 def _node_of(icd9: np.ndarray, level: int) -> dict[str, str]:

@@ -193,8 +193,10 @@ def _carried_policy(raw: dict) -> str | None:
     """The ICD-9-CM level (``icd9-level-N``) the file's method parameters name as
     utility policy, which ICD-10-CM claims meet carried through the GEM
     (anonymizers/level_policies.py); else None."""
-    params = raw.get("params")
-    name = params.get("utility_policy") if isinstance(params, dict) else None
+    params = raw.get("params") if isinstance(raw.get("params"), dict) else {}
+    default = param_schemas(raw["method"]).get("utility_policy", {}).get("default") \
+        if raw.get("method") in METHODS else None
+    name = params.get("utility_policy", default)  # the method's default when not written
     named = named_level(name) if isinstance(name, str) else None
     return name if named and named[0] == "icd9cm" else None
 

@@ -349,8 +349,9 @@ def test_an_icd9_level_policy_on_icd10_claims_needs_and_records_the_gem(tmp_path
     """ICD-9's levels reach ICD-10-CM claims carried through CMS's GEM
     (anonymizers/level_policies.py): the file names it, the run's params carry
     it, the extract still refuses mixed codes (without it: the test above)."""
-    from anonymizers.codesystems import FORWARD_GEM
     from deid.paths import ROOT
+
+    from anonymizers.codesystems import FORWARD_GEM
 
     release = load_release(_write(tmp_path, GOOD + f"code_system: icd10cm\ngem: {FORWARD_GEM}\n"))
     assert release.params["gem"] == str(ROOT / FORWARD_GEM) == release.codes.gem
@@ -358,3 +359,17 @@ def test_an_icd9_level_policy_on_icd10_claims_needs_and_records_the_gem(tmp_path
     with pytest.raises(ReleaseConfigError) as err:  # ICD-10 levels are not carried back
         load_release(_write(tmp_path, GOOD_ICD10 + f"gem: {FORWARD_GEM}\n"))
     assert err.value.field == "gem" and "read only with" in err.value.problem
+
+
+def test_the_default_utility_policy_counts_as_carried(tmp_path):
+    """UGACLIP's default policy is an ICD-9 level (icd9-level-2): a file that relies
+    on it over ICD-10-CM claims may name gem:, and must, to be carried."""
+    from anonymizers.codesystems import FORWARD_GEM
+
+    text = GOOD.replace("method: disassociation", "method: ugaclip").replace(
+        "params: {k: 5, m: 2, seed: 1, utility_policy: icd9-level-1}", "params: {k: 5, seed: 1}")
+    release = load_release(_write(tmp_path, text + f"code_system: icd10cm\ngem: {FORWARD_GEM}\n"))
+    assert release.params["utility_policy"] == "icd9-level-2" and release.codes.gem
+    with pytest.raises(ReleaseConfigError) as err:
+        load_release(_write(tmp_path, text + "code_system: icd10cm\n"))
+    assert err.value.field == "gem" and "icd9-level-2" in err.value.problem
