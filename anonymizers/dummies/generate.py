@@ -321,6 +321,8 @@ def _metrics(ctx: _Context, dummies: Batch, route: str, rounds: int, stats: dict
         "released_code_occurrences": real_occ + len(dummies.codes),
         "theoretical_ratio": theo / real_occ,
         "real_ratio": (real_occ + len(dummies.codes)) / real_occ,
+        # section 3.2's aim, a real ratio close to the theoretical one, as one figure
+        "real_over_theoretical": (real_occ + len(dummies.codes)) / theo,
         "real_patients_without_dummy": int((~ctx.duplicated).sum()),
         "route": route, "water_filling_rounds": rounds, "cluster_levels": levels,
         "flat": all(hi - lo <= 1 for lo, hi in levels), **stats,

@@ -434,6 +434,7 @@ LABELS = {
     "real_code_occurrences": "real code occurrences",
     "released_code_occurrences": "released code occurrences",
     "theoretical_ratio": "theoretical ratio (Fig. 7)", "real_ratio": "real ratio (Fig. 7)",
+    "real_over_theoretical": "real ratio over the theoretical ratio (section 3.2)",
     "real_patients_without_dummy": "real patients no dummy copies",
     "water_filling_rounds": "water-filling rounds", "flat": "every cluster flat within 1",
     "collisions_detected": "repeated code sets found", "repaired_by_reshuffle":

@@ -139,6 +139,7 @@ def test_metrics_match_the_release():
     support = df.drop_duplicates()["code"].value_counts()
     theo = sum(len(cl) * support[cl].max() for cl in clusters) / support.sum()
     assert m["theoretical_ratio"] == pytest.approx(theo)
+    assert m["real_over_theoretical"] == pytest.approx(len(result.released) / (theo * support.sum()))
     assert m["flat"] and m["real_ratio"] >= m["theoretical_ratio"] - 1e-9
     with_dummy = result.dummy_map[result.dummy_map["is_dummy"]]["source_patient_id"].nunique()
     assert m["real_patients_without_dummy"] <= n_real - with_dummy

@@ -77,7 +77,8 @@ FREE = frozenset({"screen_batch_members", "batch_size", "lattice_parts_per_task"
 # ``max_<metric>`` / ``min_<metric>`` threshold (tests/dags/test_release_run.py
 # checks that every name here is in the method's metrics).
 METRICS = {
-    "medco": ("real_ratio", "theoretical_ratio", "released_over_real_patients",
+    "medco": ("real_ratio", "theoretical_ratio", "real_over_theoretical",
+              "released_over_real_patients",
               "dummies_per_real_patient",
               "real_patients_without_dummy", "n_dummies", "n_released_patients"),
     "ugaclip": ("suppressed_share", "suppressed_codes", "suppressed_occurrences",
