@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from scipy.special import comb
 
 from anonymizers.disassociation import metrics as dm
@@ -165,6 +166,57 @@ def frequent_sets(batches: Callable[[], Iterable[pd.DataFrame]], min_support_per
         level = frequent(dict(zip(candidates, counts.tolist())))
         found += level
     return [frozenset(s) for s in found]
+
+
+def w1_chains(batches: Callable[[], Iterable[pd.DataFrame]], min_support_percent: float,
+              rng: np.random.Generator, n_chains: int = 250,
+              max_size: int = 4) -> dict[int, list[tuple[str, ...]]]:
+    """``metrics.w1_chains`` over ``frequent_sets(batches, min_support_percent,
+    max_size)``, the same workload for the same ``rng``, without enumerating
+    every frequent set: a chain's next step needs only the frequent sets one
+    code larger than its current one, counted when first reached over the
+    records that hold it.  On dense claims (the demo warehouse: 213,948
+    frequent triples at 0.68 %) enumerating every frequent 4-set took hours;
+    the chains need a few hundred such counts."""
+    frames = [dm.as_records(part) for part in batches() if len(part)]
+    if not frames:
+        return {}
+    vocab = np.unique(np.concatenate([r.codes for r in frames]).astype(str))
+    matrix = sp.vstack([_columns(r, vocab) for r in frames], format="csr")
+    by_code = matrix.tocsc()
+    n_records, threshold = matrix.shape[0], float(min_support_percent) / 100
+    support = np.asarray(matrix.sum(axis=0)).ravel()
+    singles = [frozenset([c]) for c in vocab[support / n_records >= threshold].tolist()]
+    children: dict[frozenset, list[frozenset]] = {}
+
+    def grown(cur: frozenset) -> list[frozenset]:
+        if cur not in children:
+            rows = None
+            for j in np.searchsorted(vocab, sorted(cur)):
+                held = by_code.indices[by_code.indptr[j]:by_code.indptr[j + 1]]
+                rows = held if rows is None else np.intersect1d(rows, held, assume_unique=True)
+            counts = np.asarray(matrix[rows].sum(axis=0)).ravel()
+            more = [c for c in vocab[counts / n_records >= threshold].tolist() if c not in cur]
+            children[cur] = sorted((cur | {c} for c in more), key=sorted)
+        return children[cur]
+
+    out: dict[int, set] = {c: set() for c in range(1, max_size + 1)}
+    for _ in range(n_chains if singles else 0):
+        cur = singles[rng.integers(len(singles))]
+        out[1].add(cur)
+        while len(cur) < max_size and grown(cur):
+            nxt = children[cur]
+            cur = nxt[rng.integers(len(nxt))]
+            out[len(cur)].add(cur)
+    return {c: [tuple(sorted(s)) for s in sorted(v, key=sorted)] for c, v in out.items() if v}
+
+
+def _columns(records, vocab: np.ndarray) -> sp.csr_matrix:
+    """``records``' 0/1 matrix with its columns moved to ``vocab``'s."""
+    m = records.matrix.tocoo()
+    cols = np.searchsorted(vocab, records.codes.astype(str))[m.col]
+    return sp.csr_matrix((np.ones(len(m.row), dtype=np.int32), (m.row, cols)),
+                         shape=(records.n_records, len(vocab)))
 
 
 def sets_to_enumerate(patient_ids: pd.Series, size: int) -> int:

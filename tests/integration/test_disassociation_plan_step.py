@@ -181,3 +181,30 @@ def test_validate_gathers_the_verifier_tasks_and_needs_the_policy_verdict():
     out = steps.validate(run, "disassociation", params, {})
     assert out["verdicts"] == {"ppe-policy": True,
                                "k^m-anonymity (Guarantee 1) of a disassociated release": True}
+
+
+def test_one_refine_window_is_one_batch_and_is_recorded_for_the_later_steps():
+    """``refine_window: null`` (the paper's refining over the whole dataset) is
+    accepted by a release file and plans one batch; the plan records the
+    window it used, which measure and verify read instead of the parameter."""
+    from deid.paths import ROOT
+    from deid.releases import load_release
+
+    text = (ROOT / "releases" / "disassociation_diagnoses.yaml").read_text()
+    assert "refine_window: 1024" in text
+    folder = Run("dis_plan_step_test", "r_file").path("releases")
+    folder.mkdir(exist_ok=True)
+    (folder / "disassociation_diagnoses.yaml").write_text(
+        text.replace("refine_window: 1024", "refine_window: null"))
+    assert load_release(folder / "disassociation_diagnoses.yaml").params["refine_window"] is None
+
+    run = Run("dis_plan_step_test", "r_one_window")
+    _claims(run, 90, seed=5)
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    params.update(k=3, m=2, refine_window=None, batch_size=4, utility_policy="none")
+    batches = dis.plan(run, params)
+    info = run.read_json("dis_batches.json")
+    assert len(batches) == 1 and info["ranges"] == [[0, info["n_clusters"]]]
+    assert info["window"] == info["n_clusters"] > 4
+    (lo, hi, patients), = dis._windows(run, 0, 0, info["n_clusters"], info["window"])
+    assert (lo, hi) == (0, info["n_clusters"]) and len(patients) == 90

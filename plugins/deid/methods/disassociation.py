@@ -36,8 +36,9 @@ PARAMS = {
     **form.params("disassociation", ["k", "m", "max_cluster_size", "refine", "refine_window",
                                      "seed"],
                   limits={"max_cluster_size": {"maximum": 100_000},
-                          # the plugin always refines within windows (a bounded task)
-                          "refine_window": {"type": "integer", "maximum": 100_000}},
+                          "refine_window": {"maximum": 100_000}},
+                  # windows split the work into parallel batches but keep less than
+                  # one window (null: the paper's Fig. 10; benchmarks/disassociation.md)
                   m=2, refine_window=256),
     "utility_policy": UGACLIP_PARAMS["utility_policy"],  # one form field for both methods
     "batch_size": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1024,
@@ -103,7 +104,7 @@ def plan(run, params) -> list[dict]:
     records raise ``TooFewRecords``: the task, hence the run, fails rather
     than load an empty release.  A release with a stored state is planned
     under stable clusters (``_stable_plan``)."""
-    from anonymizers.disassociation.batches import plan_batches
+    from anonymizers.disassociation.batches import plan_batches, window_of
 
     claims = run.path(staging.CLAIMS)
     key = pseudonym_key()
@@ -127,7 +128,8 @@ def plan(run, params) -> list[dict]:
         run.path(staging.DIS_HELD), index=False)
     _write_state(run, len(ranges), set(retained["patient_id"]), key)
     run.write_json(staging.DIS_BATCHES, {"ranges": ranges, "policy": policy,
-                                         "n_clusters": p.n_clusters, "metrics": p.metrics})
+                                         "n_clusters": p.n_clusters, "metrics": p.metrics,
+                                         "window": window_of(config, p.n_clusters)})
     run.write_json(staging.DIS_SUCCESSIVE, {"state_from": since,
                                             "stable_clusters": previous is not None,
                                             **successive})
@@ -338,7 +340,8 @@ def measure(run, params) -> dict:
     n = len(info["ranges"])
     batch = [lambda columns=None, i=i: pd.read_parquet(run.path(staging.dis_records(i)),
                                                        columns=columns) for i in range(n)]
-    out, mre = _utility(batch, lambda i: _fragment(run, i), info["policy"], params)
+    out, mre = _utility(batch, lambda i: _fragment(run, i), info["policy"], params,
+                        info["window"])
     if mre is not None:
         run.write_json(staging.MRE_HISTOGRAM,
                        dm.mre_histogram(mre).set_index("interval")["share"].to_dict())
@@ -349,15 +352,17 @@ def measure(run, params) -> dict:
     return out
 
 
-def _utility(batch: list, fragment, policy, params) -> tuple[dict, np.ndarray | None]:
+def _utility(batch: list, fragment, policy, params,
+             window: int) -> tuple[dict, np.ndarray | None]:
     """The figures of ``measure`` for a release: ``batch[i](columns)`` reads
-    batch i's records, ``fragment(i)`` its fragment; and the MRE per
-    constraint of the utility policy (None without one)."""
+    batch i's records, ``fragment(i)`` its fragment (refined in windows of
+    ``window`` clusters); and the MRE per constraint of the utility policy
+    (None without one)."""
     from anonymizers.disassociation import metrics as dm
     from anonymizers.disassociation.batch_utility import (
         BatchedUtility,
-        frequent_sets,
         sets_to_enumerate,
+        w1_chains,
     )
     from anonymizers.disassociation.reconstruct import (
         DEFAULT_ITEM_SUPPORT,
@@ -373,13 +378,12 @@ def _utility(batch: list, fragment, policy, params) -> tuple[dict, np.ndarray | 
         utility.pool(read())
     rng = np.random.default_rng(params["seed"])
     w2 = utility.workload(rng, n_queries=1000)
-    frequent = frequent_sets(lambda: (read() for read in batch),
-                             dm.w1_support(utility.n_records))
-    w1 = [q for qs in dm.w1_chains(frequent, rng).values() for q in qs]
+    chains = w1_chains(lambda: (read() for read in batch), dm.w1_support(utility.n_records), rng)
+    w1 = [q for qs in chains.values() for q in qs]
     utility.start(w2, policy, w1)
     for i, read in enumerate(batch):
         f = fragment(i)
-        utility.add(read(), f.release, f.first, params["refine_window"], params["seed"])
+        utility.add(read(), f.release, f.first, window, params["seed"])
     single = utility.mre_single_codes()
     out = {"are_w2": utility.are(), "w2_code_set_sizes": "-".join(map(str, sizes)),
            "are_w1": utility.are_w1() if w1 else None, "w1_queries": len(w1),
@@ -404,7 +408,7 @@ def _plain_utility(run, params, policy) -> dict:
     over all of them, as a first release), with the same utility policy,
     batched as the release is; its fragments are held in memory, one batch
     at a time."""
-    from anonymizers.disassociation.batches import plan_batches, run_batch
+    from anonymizers.disassociation.batches import plan_batches, run_batch, window_of
 
     claims = run.path(staging.CLAIMS)
     config = _config(params, policy)
@@ -417,7 +421,7 @@ def _plain_utility(run, params, policy) -> dict:
         records["patient_id"].isin(rows["patient_id"]), columns or RECORD_COLUMNS]
         for rows in parts]
     out, _ = _utility(batch, lambda i: run_batch(batch[i](), parts[i], config, p.n_clusters),
-                      policy, params)
+                      policy, params, window_of(config, p.n_clusters))
     keep = ("are_w2", "are_w1", "mre_share_in_-5_5_single_codes",
             "mre_share_in_-2.5_2.5_single_codes", "mre_share_in_-5_5", "mre_share_in_-2.5_2.5",
             "mre_share_beyond_10")
@@ -434,7 +438,7 @@ def verify_batch(run, params, batch) -> dict:
     i = batch["index"]
     info = run.read_json(staging.DIS_BATCHES)
     lo, hi = info["ranges"][i]
-    windows = _windows(run, i, lo, hi, params["refine_window"])
+    windows = _windows(run, i, lo, hi, info["window"])
     checked, bad = 0, []
     if info["n_clusters"]:
         table = _table_path(run)
@@ -459,8 +463,9 @@ def verify(run, params) -> list[dict]:
     )
     from anonymizers.verify.verdict import Verdict
 
-    ranges = run.read_json(staging.DIS_BATCHES)["ranges"]
-    windows = [_windows(run, i, lo, hi, params["refine_window"])
+    info = run.read_json(staging.DIS_BATCHES)
+    ranges = info["ranges"]
+    windows = [_windows(run, i, lo, hi, info["window"])
                for i, (lo, hi) in enumerate(ranges)]
     claim = [w for part in windows for w in part]
     patients, index = _published_patients(run), _table_index(run)
