@@ -37,6 +37,8 @@ from deid.methods import (
     FILE_ONLY,
     METHODS,
     METRICS,
+    PERCENT_METRICS,
+    SHARE_METRICS,
     STRONGER,
     check_params,
     param_schemas,
@@ -254,7 +256,22 @@ def _thresholds(path: Path, method: str, thresholds: dict) -> dict:
         if isinstance(limit, bool) or not isinstance(limit, (int, float)):
             raise ReleaseConfigError(path, f"thresholds.{name}", f"must be a number, not "
                                      f"{limit!r}")
+        problem = _out_of_range(metric, limit)
+        if problem:
+            raise ReleaseConfigError(path, f"thresholds.{name}", problem)
     return dict(thresholds)
+
+
+def _out_of_range(metric: str, limit: float) -> str | None:
+    """Why ``limit`` can never bind on ``metric``'s scale, or None."""
+    if metric in SHARE_METRICS and not 0 <= limit <= 1:
+        return f"{metric} is a share from 0 to 1 (write 0.9 for 90 %), not {limit}"
+    if metric in PERCENT_METRICS and not (limit == 0 or 1 <= limit <= 100):
+        return (f"{metric} is in percent, 0 to 100 (write 30 for 30 %): {limit} is "
+                "outside it or reads as a share")
+    if limit < 0:
+        return f"{metric} is never negative: {limit} cannot bind"
+    return None
 
 
 def _overrides(path: Path, method: str, overrides: dict) -> dict:

@@ -54,6 +54,10 @@ def test_every_release_file_in_the_repository_parses():
      "thresholds.max_are_w2"),
     (("method: disassociation", "method: disassociation\nthresholds: {max_ilm: 0.9}"),
      "thresholds.max_ilm"),  # a metric of another method
+    (("method: disassociation", "method: disassociation\nthresholds: {min_mre_share_in_-5_5: 90}"),
+     "thresholds.min_mre_share_in_-5_5"),  # a share written as a percent
+    (("method: disassociation", "method: disassociation\nthresholds: {max_are_w2: -1}"),
+     "thresholds.max_are_w2"),
     (("method: disassociation", "method: disassociation\noverrides: {kk: any}"),
      "overrides.kk"),
     (("method: disassociation", "method: disassociation\noverrides: {k: weaker}"),
@@ -85,6 +89,31 @@ def test_ugaclip_without_a_utility_policy_is_refused(tmp_path):
         "m: 2, ", "").replace("icd9-level-1", "none")
     with pytest.raises(ReleaseConfigError, match="needs a utility policy"):
         load_release(_write(tmp_path, text))
+
+
+@pytest.mark.parametrize("limit, ok", [(0.3, False), (101, False), (0, True), (30, True),
+                                       (100, True)])
+def test_a_percent_figures_threshold_is_in_percent(tmp_path, limit, ok):
+    """LDA's kept shares are percent figures (as the thesis quotes them): a
+    floor of 0.3 would read as 0.3 % and never bind."""
+    text = (GOOD.replace("method: disassociation", "method: lda")
+            .replace("m: 2, ", "").replace(", utility_policy: icd9-level-1", "")
+            + f"thresholds: {{min_icd_kept_3digit_or_finer: {limit}}}\n")
+    if ok:
+        assert load_release(_write(tmp_path, text)).thresholds == {
+            "min_icd_kept_3digit_or_finer": limit}
+    else:
+        with pytest.raises(ReleaseConfigError, match="in percent") as err:
+            load_release(_write(tmp_path, text))
+        assert err.value.field == "thresholds.min_icd_kept_3digit_or_finer"
+
+
+def test_every_scaled_figure_is_a_figure_a_threshold_may_bound():
+    from deid.methods import METRICS, PERCENT_METRICS, SHARE_METRICS
+
+    known = {m for names in METRICS.values() for m in names}
+    assert SHARE_METRICS | PERCENT_METRICS <= known
+    assert not SHARE_METRICS & PERCENT_METRICS
 
 
 def test_thresholds_over_the_methods_metrics_load():

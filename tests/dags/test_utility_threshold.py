@@ -30,8 +30,8 @@ def floor_dag(tmp_path_factory, warehouse):
     raw.update(name="medco_floor", thresholds={"max_real_ratio": 1.0},
                destination={"table": "medco_floor"})
     (folder / "medco_floor.yaml").write_text(yaml.safe_dump(raw))
-    # a percentage above 100: no release meets it, whatever the data
-    lda.update(name="lda_floor", thresholds={"min_icd_kept_3digit_or_finer": 100.5},
+    # every ICD value at 3-digit or finer: k = 3 on these claims must generalize some
+    lda.update(name="lda_floor", thresholds={"min_icd_kept_3digit_or_finer": 100},
                destination={"table": "lda_floor"})
     (folder / "lda_floor.yaml").write_text(yaml.safe_dump(lda))
     mp = pytest.MonkeyPatch()
@@ -85,5 +85,5 @@ def test_a_minimum_utility_fails_the_run_before_load(floor_dag, warehouse):
         cur.execute("SELECT outcome, error FROM audit.release_runs "
                     "WHERE release_name = 'lda_floor' AND run_id = %s", (run.run_id,))
         (outcome, error), = cur.fetchall()
-    assert outcome == "failed" and "icd_kept_3digit_or_finer" in error and "100.5" in error
+    assert outcome == "failed" and "icd_kept_3digit_or_finer" in error and ">= 100" in error
     assert not staging.run_dir("lda_floor", run.run_id, create=False).exists()

@@ -95,6 +95,15 @@ METRICS = {
             "icd_kept_3digit_or_finer", "age_kept_16year_or_finer"),
     "hhp": ("risk", "risk_ci_halfwidth", "information_loss", "members_removed_by_screening"),
 }
+# The figures above measured as a share from 0 to 1, and those in percent (the
+# thesis quotes LDA's levels so): a threshold outside its figure's range, or a
+# share written as a percent figure's limit (0.3 for 30 %), would never bind.
+SHARE_METRICS = frozenset({
+    "suppressed_share", "mre_share_in_-5_5", "mre_share_beyond_10",
+    "item_chunk_occurrence_share", "mre_share_in_-5_5_single_codes",
+    "mre_share_in_-2.5_2.5_single_codes", "mre_share_in_-2.5_2.5", "records_modified",
+    "cul_mean", "cul_median", "cul_total_mean", "cul_total_median", "ilm", "alm", "risk"})
+PERCENT_METRICS = frozenset({"icd_kept_3digit_or_finer", "age_kept_16year_or_finer"})
 
 
 def param_schemas(method: str) -> dict:
