@@ -255,6 +255,11 @@ def _metrics(config, seed, policy, report, prep, model, lattice, chosen, st, nod
         "truncation": {"percentile": config.truncation_percentile, "threshold": prep.threshold,
                        "members_truncated": int((prep.n_claims > prep.threshold).sum()),
                        "claims_truncated": int(st.removed.sum())},
+        # section 1's figures as shares: members truncated among those screening
+        # kept (about 5 % at the 95th percentile), claims left of the input
+        "members_truncated_share": float((prep.n_claims > prep.threshold).mean()),
+        "claims_kept_share": (report["kept"]["claims"] - int(st.removed.sum()))
+        / report["input"]["claims"],
         "eta_cap": eta_cap(prep.n_claims, config.eta_sd),
         "p": p_dist,
         "chosen_node": lattice.describe(chosen.node),

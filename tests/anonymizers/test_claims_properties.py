@@ -144,4 +144,7 @@ def test_long_records_are_truncated():
     res = hhp_release(df, HHPConfig(seed=3, k=2, max_sup=1.0, **FAST))
     assert res.metrics["truncation"]["threshold"] == 2
     assert res.metrics["truncation"]["claims_truncated"] == 248
+    # section 1's figures as shares: 1 of 31 members truncated, 310 - 248 of 310 claims kept
+    assert res.metrics["members_truncated_share"] == 1 / 31
+    assert res.metrics["claims_kept_share"] == (310 - 248) / 310
     assert verify_hhp(res, df).ok

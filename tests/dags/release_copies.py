@@ -27,6 +27,15 @@ TEST_POLICY = {"medco_codes": {"k": 3, "min_anonymity_set": 5, "seed": 11, "n_cl
                "disassociation_diagnoses_icd10": {"k": 3, "seed": 5, "refine_window": 4},
                "lda_trajectories_icd10": {"k": 3}}
 
+#: release name -> thresholds its copy drops: on the tests' few hundred members
+#: (124 MedCo patients in test_release_run)
+#: every real patient needs a dummy copy (ratio 2.0, the proven
+#: ``ratio_bound_profiles_duplicated``) against a theoretical 1.23, so the
+#: shipped bound of 1.10 over the theoretical ratio cannot hold on any release
+#: of them; tests/dags/test_utility_threshold.py tests a MedCo bound failing
+UNREACHABLE_ON_TEST_DATA = {"medco_codes": ("max_real_over_theoretical",),
+                            "medco_codes_icd10": ("max_real_over_theoretical",)}
+
 
 def write_copies(folder: Path, policy: dict | None = None,
                  overrides: dict | None = None) -> Path:
@@ -38,6 +47,8 @@ def write_copies(folder: Path, policy: dict | None = None,
     for path in sorted((ROOT / "releases").glob("*.yaml")):
         raw = yaml.safe_load(path.read_text())
         raw["params"].update(policy.get(raw["name"], {}))
+        for name in UNREACHABLE_ON_TEST_DATA.get(raw["name"], ()):
+            raw["thresholds"].pop(name)
         raw.setdefault("overrides", {}).update((overrides or {}).get(raw["name"], {}))
         (folder / path.name).write_text(yaml.safe_dump(raw))
     return folder

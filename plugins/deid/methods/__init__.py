@@ -81,7 +81,8 @@ METRICS = {
               "released_over_real_patients",
               "dummies_per_real_patient",
               "real_patients_without_dummy", "n_dummies", "n_released_patients"),
-    "ugaclip": ("suppressed_share", "suppressed_codes", "suppressed_occurrences",
+    "ugaclip": ("suppressed_share", "utility_constraints_satisfied_share", "suppressed_codes",
+                "suppressed_occurrences",
                 "largest_item", "n_generalized_items"),
     "disassociation": ("are_w2", "mre_share_in_-5_5", "mre_share_beyond_10", "suppressed_records",
                        "item_chunk_occurrence_share", "cluster_size_min", "n_clusters",
@@ -93,7 +94,8 @@ METRICS = {
                "min_dis_released", "instances_censored_by_caps", "instances_censored_by_loop"),
     "lda": ("ilm", "alm", "avg_re", "suppressed_pairs", "min_cluster_size", "n_clusters",
             "icd_kept_3digit_or_finer", "age_kept_16year_or_finer"),
-    "hhp": ("risk", "risk_ci_halfwidth", "information_loss", "members_removed_by_screening"),
+    "hhp": ("risk", "risk_ci_halfwidth", "information_loss", "members_removed_by_screening",
+            "members_truncated_share", "claims_kept_share"),
 }
 # The figures above measured as a share from 0 to 1, and those in percent (the
 # thesis quotes LDA's levels so): a threshold outside its figure's range, or a
@@ -102,7 +104,8 @@ SHARE_METRICS = frozenset({
     "suppressed_share", "mre_share_in_-5_5", "mre_share_beyond_10",
     "item_chunk_occurrence_share", "mre_share_in_-5_5_single_codes",
     "mre_share_in_-2.5_2.5_single_codes", "mre_share_in_-2.5_2.5", "records_modified",
-    "cul_mean", "cul_median", "cul_total_mean", "cul_total_median", "ilm", "alm", "risk"})
+    "cul_mean", "cul_median", "cul_total_mean", "cul_total_median", "ilm", "alm", "risk",
+    "utility_constraints_satisfied_share", "members_truncated_share", "claims_kept_share"})
 PERCENT_METRICS = frozenset({"icd_kept_3digit_or_finer", "age_kept_16year_or_finer"})
 
 

@@ -185,6 +185,9 @@ def _publish(run, records: pd.DataFrame, constraints, params) -> dict:
     run.write_json(staging.UGACLIP, result.to_dict())
     metrics = run.small(result.metrics)
     metrics["suppressed_share"] = _suppressed_share(result, records)
+    used = result.metrics.get("utility_constraints") or {}
+    if used.get("n_present"):  # no constraint among the data's codes: nothing to share
+        metrics["utility_constraints_satisfied_share"] = used["n_satisfied"] / used["n_present"]
     return {**metrics, **_plan_scalars(result.metrics.get("plan"))}
 
 
