@@ -39,7 +39,7 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks.harness import run_benchmark
@@ -449,11 +449,13 @@ def measure(spec: Spec, members: int, parallelism: int, conf: dict, seed: int) -
     return figures
 
 
-def result_name(method: str, members: int, parallelism: int, round_: int = 1) -> str:
+def result_name(method: str, members: int, parallelism: int, round_: int = 1,
+                window: str | None = None) -> str:
     """``release_scale[_hhp]_<members/1000>k_p<parallelism>[_r<round>]`` (no
     suffix for the first round)."""
     prefix = "release_scale_hhp" if method == "hhp" else "release_scale"
-    return f"{prefix}_{members // 1000}k_p{parallelism}" + (f"_r{round_}" if round_ > 1 else "")
+    return (f"{prefix}_{members // 1000}k_p{parallelism}" + (f"_w{window}" if window else "")
+            + (f"_r{round_}" if round_ > 1 else ""))
 
 
 def main(argv=None) -> int:
@@ -466,26 +468,34 @@ def main(argv=None) -> int:
     parser.add_argument("--method", choices=sorted(SPECS), default="disassociation")
     parser.add_argument("--lattice-parts-per-task", type=int, default=1,
                         help="HHP: lattice parts per search task")
+    parser.add_argument("--refine-window", default=None,
+                        help="disassociation: refine_window in the release file, a number of "
+                             "clusters or 'all' (one window); default: the method's")
     parser.add_argument("--round", type=int, default=1,
                         help="a repeat of the same run: results named ..._r<round> after the first")
     args = parser.parse_args(argv)
     if args.round < 1:
         parser.error(f"--round must be at least 1, got {args.round}")
     spec = SPECS[args.method]
+    if args.refine_window is not None:
+        window = "null" if args.refine_window == "all" else int(args.refine_window)
+        spec = replace(spec, method_file=f"{spec.method_file}  refine_window: {window}\n")
     setup_environment(spec)
     if args.method == "hhp":
         conf, params = {"lattice_parts_per_task": args.lattice_parts_per_task}, {"k": 5}
     else:
         conf = {"batch_size": args.batch_size, "screen_batch_members": args.screen_batch}
         params = {"k": 5, "m": 2}
-    name = result_name(args.method, args.members, args.parallelism, args.round)
+    name = result_name(args.method, args.members, args.parallelism, args.round,
+                       args.refine_window)
     record = run_benchmark(name, lambda: measure(spec, args.members, args.parallelism, conf,
                                                  args.seed), sample_interval=1.0,
                            dataset=f"synthetic DE-SynPUF-shaped warehouse, {args.members} "
                            f"members (seed {args.seed})", executor="LocalExecutor",
                            airflow_metadata="PostgreSQL (warehouse server)",
                            parallelism=args.parallelism,
-                           method=args.method, params={**params, **conf})
+                           method=args.method, params={**params, **conf},
+                           refine_window=args.refine_window or "method default")
     return 0 if record["figures"]["run_state"] == "success" else 1
 
 

@@ -243,3 +243,9 @@ def test_scale_runs_interleave_the_rounds():
     big = [a for a in run_all.SCALE_RUNS if "113000" in a and "hhp" not in a]
     assert [(a[a.index("--parallelism") + 1], a[a.index("--round") + 1]) for a in big] == \
         [(p, str(r)) for r in range(1, run_all.SPEEDUP_ROUNDS + 1) for p in ("1", "2")]
+
+
+def test_a_run_with_its_own_refine_window_is_named_apart_from_the_default_runs():
+    assert result_name("disassociation", 113_000, 2) == "release_scale_113k_p2"
+    assert result_name("disassociation", 113_000, 2, 1, "all") == "release_scale_113k_p2_wall"
+    assert result_name("disassociation", 113_000, 2, 3, "4096") == "release_scale_113k_p2_w4096_r3"
