@@ -32,7 +32,8 @@ release.  ``python -m benchmarks.bench_lda`` from the repository root;
 ``python -m benchmarks.bench_lda --bound`` prints ``kept_bound`` of each
 SynPUF cohort (an upper bound on any k-anonymous in-order release, below);
 ``--thesis-size`` runs ``d50_synthetic`` at D_50^Pop's 27,639 patients (about
-20 minutes) into ``results/lda_thesis_size.json``.
+20 minutes) into ``results/lda_thesis_size.json``; ``--weights`` sweeps
+w_ICD on two SynPUF cohorts (about 10 minutes) into ``results/lda_weights.json``.
 """
 
 from __future__ import annotations
@@ -266,6 +267,34 @@ def thesis_size(size: tuple[int, int] = THESIS_SIZE, name: str = "lda_thesis_siz
                          note=f"d50_synthetic{size}; data generated before the clock")
 
 
+WEIGHTS = (0.5, 0.55, 0.6, 0.7, 0.8)
+WEIGHT_SEEDS = (2011, 20085, 1, 2, 3)
+RELEASE_FILE = {"member_weighted": True, "refine_rounds": 4}  # releases/lda_trajectories.yaml
+
+
+def weights() -> dict:
+    """w_ICD from 0.5 to 0.8 (IV.4.6, Fig. 15) on ``synpuf_release`` and
+    ``synpuf_d50``, thesis and release-file settings, seed ``SEED``; and
+    w_ICD = 0.55, release-file setting, over ``WEIGHT_SEEDS`` on those two
+    and ``synpuf_d4`` (benchmarks/lda.md, "The attribute weights")."""
+    cohorts = {name: pairs.drop(columns="service_date")
+               for name, pairs in synpuf_cohorts(synpuf_pairs()).items()}
+
+    def run(name, w, seed, options):
+        result = lda(cohorts[name], LDAConfig(k=K, alignment="a-gs", seed=seed,
+                                              w_icd=w, w_age=round(1 - w, 2), **options))
+        verdict = verify_lda(result.records, result.pseudonym_map, cohorts[name], K)
+        return {"verifier_ok": verdict.ok,
+                **{key: result.metrics[key] for key in SHORT if key in result.metrics}}
+
+    sweep = {f"{name} w_icd={w} {label}": run(name, w, SEED, options)
+             for name in ("synpuf_release", "synpuf_d50") for w in WEIGHTS
+             for label, options in (("thesis", {}), ("release_file", RELEASE_FILE))}
+    seeds = {f"{name} w_icd=0.55 release_file seed={seed}": run(name, 0.55, seed, RELEASE_FILE)
+             for name in ("synpuf_release", "synpuf_d50", "synpuf_d4") for seed in WEIGHT_SEEDS}
+    return {"sweep": sweep, "seeds": seeds}
+
+
 def main(small: bool = False) -> dict:
     n_patients, n_members = SIZES[small]
     return run_benchmark("lda_small" if small else "lda", lambda: figures(small),
@@ -283,5 +312,7 @@ if __name__ == "__main__":
                   f"3-digit or finer (k={K})")
     elif "--thesis-size" in sys.argv:
         thesis_size()
+    elif "--weights" in sys.argv:
+        run_benchmark("lda_weights", weights, k=K, seed=SEED, seeds=WEIGHT_SEEDS)
     else:
         main()
