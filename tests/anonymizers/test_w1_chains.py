@@ -40,7 +40,7 @@ def test_no_frequent_code_no_chain_and_no_records_no_chain():
 
 
 def test_dense_records_give_frequent_chains():
-    """3,000 records of 40 codes from 200: some 490,000 sets of up to 4 codes
+    """3,000 records of 40 codes from 200: over 520,000 sets of up to 4 codes
     are frequent at 0.625 %, which the enumeration would count (it ran for
     hours on the demo warehouse); the chains count a few hundred
     (benchmarks/disassociation.md has the measured time)."""
