@@ -38,6 +38,7 @@ from deid.methods import (
     METHODS,
     METRICS,
     PERCENT_METRICS,
+    RATIO_METRICS,
     SHARE_METRICS,
     STRONGER,
     check_params,
@@ -269,6 +270,8 @@ def _out_of_range(metric: str, limit: float) -> str | None:
     if metric in PERCENT_METRICS and not (limit == 0 or 1 <= limit <= 100):
         return (f"{metric} is in percent, 0 to 100 (write 30 for 30 %): {limit} is "
                 "outside it or reads as a share")
+    if metric in RATIO_METRICS and limit < 1:
+        return f"{metric} is a ratio of at least 1: {limit} can never pass"
     if limit < 0:
         return f"{metric} is never negative: {limit} cannot bind"
     return None

@@ -33,6 +33,22 @@ def test_lazy_chains_are_the_enumerated_chains(seed, percent, n_chains, max_size
     assert got == expected
 
 
+def test_int_codes_of_several_widths_duplicates_and_an_empty_batch():
+    """Codes as ints of 1-3 digits (read as strings: "9" sorts after "10"),
+    repeated (patient, code) rows and an empty batch give the enumeration's
+    chains."""
+    rng = np.random.default_rng(4)
+    rows = pd.DataFrame({"patient_id": rng.integers(0, 80, 900).astype(str),
+                         "code": rng.choice([1, 9, 10, 42, 99, 100, 250, 7], 900,
+                                            p=[.25, .2, .15, .1, .1, .1, .05, .05])})
+    parts = [rows.iloc[:0], *_parts(pd.concat([rows, rows.iloc[:100]]), 25)]
+    for seed in range(5):
+        expected = dm.w1_chains(frequent_sets(lambda: iter(parts), 5, max_len=4),
+                                np.random.default_rng(seed), 30, 4)
+        got = w1_chains(lambda: iter(parts), 5, np.random.default_rng(seed), 30, 4)
+        assert got == expected and got[4]
+
+
 def test_no_frequent_code_no_chain_and_no_records_no_chain():
     data = pd.DataFrame({"patient_id": ["a", "b", "c"], "code": ["1", "2", "3"]})
     assert w1_chains(lambda: iter([data]), 50, np.random.default_rng(0)) == {}

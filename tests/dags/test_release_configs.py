@@ -116,6 +116,20 @@ def test_every_scaled_figure_is_a_figure_a_threshold_may_bound():
     assert not SHARE_METRICS & PERCENT_METRICS
 
 
+@pytest.mark.parametrize("limit, ok", [(0.5, False), (1.0, True), (1.1, True)])
+def test_a_ratio_threshold_below_one_is_refused(tmp_path, limit, ok):
+    text = (GOOD.replace("method: disassociation", "method: medco")
+            .replace("m: 2, ", "").replace(", utility_policy: icd9-level-1", "")
+            + f"thresholds: {{max_real_over_theoretical: {limit}}}\n")
+    if ok:
+        assert load_release(_write(tmp_path, text)).thresholds == {
+            "max_real_over_theoretical": limit}
+    else:
+        with pytest.raises(ReleaseConfigError, match="ratio of at least 1") as err:
+            load_release(_write(tmp_path, text))
+        assert err.value.field == "thresholds.max_real_over_theoretical"
+
+
 def test_thresholds_over_the_methods_metrics_load():
     release = load_release(ROOT / "releases" / "disassociation_diagnoses.yaml")
     assert release.thresholds == {"max_are_w2": 10.0}

@@ -208,3 +208,11 @@ def test_one_refine_window_is_one_batch_and_is_recorded_for_the_later_steps():
     assert info["window"] == info["n_clusters"] > 4
     (lo, hi, patients), = dis._windows(run, 0, 0, info["n_clusters"], info["window"])
     assert (lo, hi) == (0, info["n_clusters"]) and len(patients) == 90
+
+
+def test_a_run_planned_before_plans_recorded_the_window_reads_the_parameter():
+    info = {"policy": None, "n_clusters": 10, "ranges": [[0, 10]]}
+    params = {n: s["default"] for n, s in param_schemas("disassociation").items()}
+    assert dis._planned_window(info, {**params, "refine_window": 4}) == 4
+    assert dis._planned_window(info, {**params, "refine_window": None}) == 10
+    assert dis._planned_window({**info, "window": 3}, {**params, "refine_window": 4}) == 3

@@ -80,6 +80,9 @@ def test_real_medco_release_reads_the_ratios_it_writes(claims):
 
 @pytest.mark.parametrize(("method", "overrides", "thresholds"), [
     ("disassociation", {"k": 3, "utility_policy": "icd9-level-1"}, {"max_are_w2": 10.0}),
+    # one refine window (null): every step reads the window the plan recorded
+    ("disassociation", {"k": 3, "utility_policy": "icd9-level-1", "refine_window": None},
+     {"max_are_w2": 10.0}),
     ("lda", {"k": 3}, {"max_ilm": 0.95})])
 def test_declared_figures_read_the_keys_real_runs_write(claims, method, overrides, thresholds):
     run, page = run_release(claims, method, overrides, thresholds)

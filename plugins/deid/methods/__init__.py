@@ -107,6 +107,9 @@ SHARE_METRICS = frozenset({
     "cul_mean", "cul_median", "cul_total_mean", "cul_total_median", "ilm", "alm", "risk",
     "utility_constraints_satisfied_share", "members_truncated_share", "claims_kept_share"})
 PERCENT_METRICS = frozenset({"icd_kept_3digit_or_finer", "age_kept_16year_or_finer"})
+# ratios never below 1 (released over real, real over theoretical)
+RATIO_METRICS = frozenset({"real_ratio", "theoretical_ratio", "real_over_theoretical",
+                           "released_over_real_patients"})
 
 
 def param_schemas(method: str) -> dict:

@@ -341,7 +341,7 @@ def measure(run, params) -> dict:
     batch = [lambda columns=None, i=i: pd.read_parquet(run.path(staging.dis_records(i)),
                                                        columns=columns) for i in range(n)]
     out, mre = _utility(batch, lambda i: _fragment(run, i), info["policy"], params,
-                        info["window"])
+                        _planned_window(info, params))
     if mre is not None:
         run.write_json(staging.MRE_HISTOGRAM,
                        dm.mre_histogram(mre).set_index("interval")["share"].to_dict())
@@ -438,7 +438,7 @@ def verify_batch(run, params, batch) -> dict:
     i = batch["index"]
     info = run.read_json(staging.DIS_BATCHES)
     lo, hi = info["ranges"][i]
-    windows = _windows(run, i, lo, hi, info["window"])
+    windows = _windows(run, i, lo, hi, _planned_window(info, params))
     checked, bad = 0, []
     if info["n_clusters"]:
         table = _table_path(run)
@@ -465,7 +465,7 @@ def verify(run, params) -> list[dict]:
 
     info = run.read_json(staging.DIS_BATCHES)
     ranges = info["ranges"]
-    windows = [_windows(run, i, lo, hi, info["window"])
+    windows = [_windows(run, i, lo, hi, _planned_window(info, params))
                for i, (lo, hi) in enumerate(ranges)]
     claim = [w for part in windows for w in part]
     patients, index = _published_patients(run), _table_index(run)
@@ -561,6 +561,16 @@ def _chunk_rows(run):
 def _shared_rows(run):
     path = _table_path(run)("shared_chunks")
     return lambda ids: pio.rows_of(path, "shared_id", ids)
+
+
+def _planned_window(info: dict, params: dict) -> int:
+    """The refine window the plan used (``DIS_BATCHES``); a run planned before
+    plans recorded it (a retry across an upgrade) had the parameter's."""
+    from anonymizers.disassociation.batches import window_of
+
+    if "window" in info:
+        return info["window"]
+    return window_of(_config(params, info["policy"]), info["n_clusters"])
 
 
 def _windows(run, i: int, lo: int, hi: int, window: int) -> list[tuple]:
