@@ -91,43 +91,36 @@ def test_ugaclip_without_a_utility_policy_is_refused(tmp_path):
         load_release(_write(tmp_path, text))
 
 
-@pytest.mark.parametrize("limit, ok", [(0.3, False), (101, False), (0, True), (30, True),
-                                       (100, True)])
-def test_a_percent_figures_threshold_is_in_percent(tmp_path, limit, ok):
-    """LDA's kept shares are percent figures (as the thesis quotes them): a
-    floor of 0.3 would read as 0.3 % and never bind."""
-    text = (GOOD.replace("method: disassociation", "method: lda")
+# LDA's kept shares are percent figures (as the thesis quotes them): a floor
+# of 0.3 would read as 0.3 % and never bind; MedCo's ratios are never below 1
+@pytest.mark.parametrize("method, threshold, limit, problem", [
+    ("lda", "min_icd_kept_3digit_or_finer", 0.3, "in percent"),
+    ("lda", "min_icd_kept_3digit_or_finer", 101, "in percent"),
+    ("lda", "min_icd_kept_3digit_or_finer", 0, None),
+    ("lda", "min_icd_kept_3digit_or_finer", 30, None),
+    ("lda", "min_icd_kept_3digit_or_finer", 100, None),
+    ("medco", "max_real_over_theoretical", 0.5, "ratio of at least 1"),
+    ("medco", "max_real_over_theoretical", 1.0, None),
+    ("medco", "max_real_over_theoretical", 1.1, None)])
+def test_a_threshold_is_on_its_figures_scale(tmp_path, method, threshold, limit, problem):
+    text = (GOOD.replace("method: disassociation", f"method: {method}")
             .replace("m: 2, ", "").replace(", utility_policy: icd9-level-1", "")
-            + f"thresholds: {{min_icd_kept_3digit_or_finer: {limit}}}\n")
-    if ok:
-        assert load_release(_write(tmp_path, text)).thresholds == {
-            "min_icd_kept_3digit_or_finer": limit}
+            + f"thresholds: {{{threshold}: {limit}}}\n")
+    if problem is None:
+        assert load_release(_write(tmp_path, text)).thresholds == {threshold: limit}
     else:
-        with pytest.raises(ReleaseConfigError, match="in percent") as err:
+        with pytest.raises(ReleaseConfigError, match=problem) as err:
             load_release(_write(tmp_path, text))
-        assert err.value.field == "thresholds.min_icd_kept_3digit_or_finer"
+        assert err.value.field == f"thresholds.{threshold}"
 
 
 def test_every_scaled_figure_is_a_figure_a_threshold_may_bound():
-    from deid.methods import METRICS, PERCENT_METRICS, SHARE_METRICS
+    from deid.methods import METRICS, PERCENT_METRICS, RATIO_METRICS, SHARE_METRICS
 
     known = {m for names in METRICS.values() for m in names}
-    assert SHARE_METRICS | PERCENT_METRICS <= known
-    assert not SHARE_METRICS & PERCENT_METRICS
-
-
-@pytest.mark.parametrize("limit, ok", [(0.5, False), (1.0, True), (1.1, True)])
-def test_a_ratio_threshold_below_one_is_refused(tmp_path, limit, ok):
-    text = (GOOD.replace("method: disassociation", "method: medco")
-            .replace("m: 2, ", "").replace(", utility_policy: icd9-level-1", "")
-            + f"thresholds: {{max_real_over_theoretical: {limit}}}\n")
-    if ok:
-        assert load_release(_write(tmp_path, text)).thresholds == {
-            "max_real_over_theoretical": limit}
-    else:
-        with pytest.raises(ReleaseConfigError, match="ratio of at least 1") as err:
-            load_release(_write(tmp_path, text))
-        assert err.value.field == "thresholds.max_real_over_theoretical"
+    assert SHARE_METRICS | PERCENT_METRICS | RATIO_METRICS <= known
+    assert not (SHARE_METRICS & PERCENT_METRICS or SHARE_METRICS & RATIO_METRICS
+                or PERCENT_METRICS & RATIO_METRICS)
 
 
 def test_thresholds_over_the_methods_metrics_load():
