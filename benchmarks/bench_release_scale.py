@@ -113,6 +113,22 @@ def ensure_warehouse(members: int, seed: int) -> dict:
     return {"loaded_now": True, "load_seconds": round(time.perf_counter() - t0, 1), **counts}
 
 
+def forget_releases(spec: Spec) -> int:
+    """Remove the benchmark release's published history from the benchmark's
+    own warehouse, so that every run is measured as a first release: a second
+    release is also checked against every earlier one (``deid.cross_release``),
+    which is a different run to time.  Runs never change history
+    (sql/roles.sql); the benchmark's warehouse superuser does it here."""
+    from deid.warehouse import connect
+
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute("DELETE FROM restricted.release_parts WHERE release_name = %s",
+                    (spec.release,))
+        cur.execute("DELETE FROM restricted.release_history WHERE release_name = %s",
+                    (spec.release,))
+        return cur.rowcount
+
+
 def plain_copy_out() -> dict:
     """``COPY (extract query) TO STDOUT`` into a file: the extract's baseline."""
     from deid.extract import extract_query
@@ -423,6 +439,7 @@ def audit_figures(spec: Spec) -> dict:
 
 def measure(spec: Spec, members: int, parallelism: int, conf: dict, seed: int) -> dict:
     warehouse = ensure_warehouse(members, seed)
+    warehouse["earlier_releases_forgotten"] = forget_releases(spec)
     copy_out = plain_copy_out()
     result = airflow_run(spec, parallelism, conf)
     run = result["run"]
