@@ -185,6 +185,23 @@ def test_lda_gets_levels_ilm_alm_and_avgre(render):
     assert nested[0].value == pytest.approx(0.37) and nested[2].status == "low utility"
 
 
+def test_medco_shows_the_least_ratio_this_data_allows_beside_the_paper(render):
+    """On 124 patients the proven floor (duplicating code sets) is 63% above
+    the theoretical ratio: the report shows it next to the figure the paper's
+    10% is read on, for reference, without a verdict of its own."""
+    metrics = {"real_ratio": 2.05, "theoretical_ratio": 1.225,
+               "ratio_bound_profiles_duplicated": 2.0}
+    page, _ = render("medco", metrics, verdicts(holds("MedCo dummies")))
+    _, utility = headline(page)
+    assert "released code occurrences above the theoretical ratio: 67.3%" in utility
+    assert utility.endswith("low utility")
+    assert "least any release of this data can be above it (code sets duplicated)" in page.text
+    bound = [a for a in us.assess("medco", metrics) if a.figure.name.startswith("least")][0]
+    assert bound.value == pytest.approx(2.0 / 1.225 - 1) and bound.status == "for reference"
+    assert us.assess("medco", {"real_ratio": 2.05, "theoretical_ratio": 1.225})[1].status == \
+        us.NOT_MEASURED
+
+
 def test_run_record_is_shown(render):
     record = {"triggered_by": "alice (manual)", "scope": "c.clm_from_dt >= '2009-01-01'",
               "overrides": {"k": 10}}
