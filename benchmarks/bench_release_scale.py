@@ -118,9 +118,16 @@ def forget_releases(spec: Spec) -> int:
     own warehouse, so that every run is measured as a first release: a second
     release is also checked against every earlier one (``deid.cross_release``),
     which is a different run to time.  Runs never change history
-    (sql/roles.sql); the benchmark's warehouse superuser does it here."""
-    from deid.warehouse import connect
+    (sql/roles.sql); the benchmark's warehouse superuser does it here, and
+    only in the embedded warehouse under the benchmark's own directory: an
+    Airflow ``warehouse`` connection defined in the environment would point
+    it at a real audit trail."""
+    from deid.warehouse import connect, embedded_dir, is_embedded
 
+    if not is_embedded() or HOME.resolve() not in embedded_dir().resolve().parents:
+        raise RuntimeError("the scale benchmark forgets release history only in its own "
+                           f"embedded warehouse under {HOME}; a 'warehouse' connection is "
+                           "defined or DEID_VAR_DIR points elsewhere")
     with connect() as conn, conn.cursor() as cur:
         cur.execute("DELETE FROM restricted.release_parts WHERE release_name = %s",
                     (spec.release,))

@@ -162,13 +162,17 @@ def greedy_assignment(u: np.ndarray, classes: sp.csc_matrix, demand: np.ndarray,
     free = np.ones(n, dtype=bool)
     need = demand.astype(np.int64).copy()
     chosen: list[list[int]] = [[] for _ in range(len(demand))]
+    left = int(need.sum())
     for e in np.argsort(-vals, kind="stable"):
+        if not left:
+            break
         r, s = rows[e], cls[e]
         if free[r] and need[s]:
             free[r] = False
             need[s] -= 1
+            left -= 1
             chosen[s].append(int(r))
-    for s in np.flatnonzero(need):  # its candidates went to other classes
+    for s in np.flatnonzero(need):  # its candidates went to other classes (own noise drawn)
         pool = np.flatnonzero(free)
         (_, score), = _class_scores(u, classes[:, [s]], held, lengths[[s]], rng, pool)
         best = pool[_top_rows(score, int(need[s]))[:, 0]]

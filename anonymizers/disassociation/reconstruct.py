@@ -140,12 +140,14 @@ class _Placed:
         pairs for the ``joint`` cluster's records)."""
         if joint is not None:
             if joint not in self.joint:
-                self.joint[joint] = _Incidence(records, len(self.count), len(self.vocab))
+                self.joint[joint] = _Incidence(records, len(self.vocab))
             return np.asarray((self.joint[joint].read(self.rec, self.code) @ weights).todense())
         if len(self.rec) <= since:
             return np.zeros((len(records), weights.shape[1]))
+        if records[-1] - records[0] + 1 != len(records):
+            raise ValueError("records of several clusters need their joint cluster")
         r, c = np.concatenate(self.rec[since:]), np.concatenate(self.code[since:])
-        at = r - records[0]  # a cluster's records are consecutive
+        at = r - records[0]
         keep = (at >= 0) & (at < len(records))
         held = sp.coo_matrix((np.ones(int(keep.sum())), (at[keep], c[keep])),
                              shape=(len(records), len(self.vocab))).tocsr()
@@ -175,16 +177,18 @@ class _Incidence:
     last read (a joint cluster's shared chunks read it one after another;
     rebuilding it from every pair each time was most of the work)."""
 
-    def __init__(self, records: np.ndarray, n_records: int, n_codes: int):
-        self.pos = np.full(n_records, -1, dtype=np.int64)
-        self.pos[records] = np.arange(len(records))
+    def __init__(self, records: np.ndarray, n_codes: int):
+        self.row_of = np.argsort(records, kind="stable")  # rows by record, sorted
+        self.sorted = records[self.row_of]
         self.matrix = sp.csr_matrix((len(records), n_codes))
         self.seen = 0
 
     def read(self, rec: list[np.ndarray], code: list[np.ndarray]) -> sp.csr_matrix:
         if self.seen < len(rec):
-            at = self.pos[np.concatenate(rec[self.seen:])]
-            keep = at >= 0
+            r = np.concatenate(rec[self.seen:])
+            i = np.minimum(np.searchsorted(self.sorted, r), len(self.sorted) - 1)
+            keep = self.sorted[i] == r
+            at = self.row_of[i]
             new = sp.coo_matrix((np.ones(int(keep.sum())),
                                  (at[keep], np.concatenate(code[self.seen:])[keep])),
                                 shape=self.matrix.shape).tocsr()

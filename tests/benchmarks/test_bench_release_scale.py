@@ -249,3 +249,21 @@ def test_a_run_with_its_own_refine_window_is_named_apart_from_the_default_runs()
     assert result_name("disassociation", 113_000, 2) == "release_scale_113k_p2"
     assert result_name("disassociation", 113_000, 2, 1, "all") == "release_scale_113k_p2_wall"
     assert result_name("disassociation", 113_000, 2, 3, "4096") == "release_scale_113k_p2_w4096_r3"
+
+
+@pytest.mark.parametrize("elsewhere", ["connection", "var_dir"])
+def test_forgetting_releases_refuses_any_warehouse_but_its_own(monkeypatch, tmp_path, elsewhere):
+    """The benchmark deletes its release's published history only in the
+    embedded warehouse under its own directory, never through a defined
+    ``warehouse`` connection (a real audit trail) or another var dir."""
+    from benchmarks import bench_release_scale as brs
+
+    if elsewhere == "connection":
+        monkeypatch.setenv("DEID_VAR_DIR", str(brs.HOME))
+        monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE", "postgresql://u:p@db.example/claims")
+    else:
+        monkeypatch.setenv("DEID_VAR_DIR", str(tmp_path))
+        monkeypatch.delenv("AIRFLOW_CONN_WAREHOUSE", raising=False)
+        monkeypatch.setattr("deid.warehouse.is_embedded", lambda: True)
+    with pytest.raises(RuntimeError, match="its own embedded warehouse"):
+        brs.forget_releases(brs.SPECS["disassociation"])
