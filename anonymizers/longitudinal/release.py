@@ -116,12 +116,13 @@ def _figures(traj, trees, icd, age, rel_icd, rel_age, rep_icd, rep_age, rep_grou
 
 def _kept(trees: Trees, icd_levels: dict, age_levels: dict) -> dict:
     """The two shares IV.4.4 quotes (only with the default trees' levels); an
-    ICD-10-CM category is read as ICD-9-CM's 3-digit level."""
+    ICD-10-CM category is read as ICD-9-CM's 3-digit level, under the same
+    name, so that reports and thresholds read one figure in both systems."""
     out = {}
-    for level, key in (("3-digit", "icd_kept_3digit_or_finer"),
-                       ("category", "icd_kept_category_or_finer")):
-        if level in trees.icd.levels:
-            out[key] = mx.kept_at_or_below(icd_levels, trees.icd.levels, level)
+    level = next((x for x in ("3-digit", "category") if x in trees.icd.levels), None)
+    if level is not None:
+        out["icd_kept_3digit_or_finer"] = mx.kept_at_or_below(icd_levels, trees.icd.levels,
+                                                               level)
     if "16-year" in trees.age.levels:
         out["age_kept_16year_or_finer"] = mx.kept_at_or_below(age_levels, trees.age.levels,
                                                               "16-year")

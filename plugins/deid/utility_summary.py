@@ -421,7 +421,7 @@ LABELS = {
     "n_queries": "queries in the AvgRE workload", "n_pairs": "(ICD, age) pairs",
     "min_cluster_size": "smallest cluster", "max_cluster_size": "largest cluster",
     "suppressed_pairs": "(ICD, age) pairs suppressed",
-    "icd_kept_3digit_or_finer": "ICD values at the 3-digit level or finer (%)",
+    "icd_kept_3digit_or_finer": "ICD values at the 3-digit level (ICD-10-CM: category) or finer (%)",
     "age_kept_16year_or_finer": "ages at the 16-year level or finer (%)",
     "icd_domain": "|A| of ICD in Definition 4 (data: the data's codes)",
     "unknown_codes": "codes outside the ICD-9 tree",

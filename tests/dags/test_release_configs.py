@@ -125,7 +125,24 @@ def test_every_scaled_figure_is_a_figure_a_threshold_may_bound():
 
 def test_thresholds_over_the_methods_metrics_load():
     release = load_release(ROOT / "releases" / "disassociation_diagnoses.yaml")
-    assert release.thresholds == {"max_are_w2": 10.0}
+    assert release.thresholds == {"max_are_w2": 10.0, "min_mre_share_in_-5_5": 0.45}
+
+
+@pytest.mark.parametrize("release, threshold", [
+    ("disassociation_diagnoses", "min_mre_share_in_-5_5"),
+    ("disassociation_diagnoses_icd10", "min_mre_share_in_-5_5"),
+    ("lda_trajectories", "min_icd_kept_3digit_or_finer"),
+    ("lda_trajectories_icd10", "min_icd_kept_3digit_or_finer")])
+def test_a_floor_threshold_is_the_reports_low_utility_floor(release, threshold):
+    """These shipped thresholds stop a release the report would call low
+    utility (deid.utility_summary: half the paper's figure), no looser."""
+    from deid import utility_summary as us
+
+    config = load_release(ROOT / "releases" / f"{release}.yaml")
+    metric = threshold.removeprefix("min_")
+    figure = next(f for f in us.FIGURES[config.method] if f.keys[0] == metric)
+    scale = 100 if metric in releases_mod.PERCENT_METRICS else 1
+    assert config.thresholds[threshold] == pytest.approx(figure.floor * scale)
 
 
 def test_two_files_with_one_destination_are_both_refused(tmp_path):
