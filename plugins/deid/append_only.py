@@ -39,6 +39,12 @@ from anonymizers.successive.kanon import new_patients
 from deid import history, staging
 from deid.secret import pseudonym_key
 
+# A run that held back every arrival writes ``{NOTHING_NEW: True}`` in its
+# metrics: it publishes no new rows (the release carries the published ones),
+# so the figures of what it would publish are not measured and no threshold
+# reads them (``deid.steps._threshold_verdicts``).
+NOTHING_NEW = "nothing_new_published"
+
 LINKS, KIND, ROWS = "published.links", "published.kind", "published."
 
 

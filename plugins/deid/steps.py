@@ -24,6 +24,7 @@ from deid import extract as extract_mod
 from deid import load as load_mod
 from deid import cross_release, history, methods, screening, staging, validation
 from deid import parquet_io as pio
+from deid.append_only import NOTHING_NEW
 from deid.methods import METHODS
 from deid.warehouse import ensure_schemas
 
@@ -292,14 +293,22 @@ def source_index(run: Run) -> SourceIndex:
 
 
 def _threshold_verdicts(metrics: dict, thresholds: dict) -> list[dict]:
-    """``max_<metric>`` / ``min_<metric>`` thresholds of the release file."""
+    """``max_<metric>`` / ``min_<metric>`` thresholds of the release file.  A
+    figure missing fails its threshold, except in a run whose method says it
+    published nothing new (``NOTHING_NEW``: a successive release that held
+    back every arrival and carries the published rows, each checked by its
+    own run's thresholds): there it is not measured, and the verdict says so."""
     out = []
     for name, limit in thresholds.items():
         bound, _, metric = name.partition("_")
         value = metrics.get(metric)
+        verdict = {"property": f"threshold {metric} {'<=' if bound == 'max' else '>='} {limit}"}
+        if value is None and metrics.get(NOTHING_NEW) is True:
+            out.append({**verdict, "ok": True, "checked": 0, "violations": [],
+                        "note": "not measured: nothing new published"})
+            continue
         ok = value is not None and (value <= limit if bound == "max" else value >= limit)
-        out.append({"property": f"threshold {metric} {'<=' if bound == 'max' else '>='} {limit}",
-                    "ok": bool(ok), "checked": 1,
+        out.append({**verdict, "ok": bool(ok), "checked": 1,
                     "violations": [] if ok else [f"{metric} = {value}"]})
     return out
 

@@ -439,6 +439,7 @@ LABELS = {
     "released_code_occurrences": "released code occurrences",
     "theoretical_ratio": "theoretical ratio (Fig. 7)", "real_ratio": "real ratio (Fig. 7)",
     "real_over_theoretical": "real ratio over the theoretical ratio (section 3.2)",
+    "nothing_new_published": "nothing new published (every arrival held back)",
     "ratio_bound_profiles_duplicated": "least real ratio of any release (code sets duplicated)",
     "ratio_bound_profiles": "least real ratio of any release (new code sets)",
     "ratio_bound_any_profile": "least real ratio of any release (any code set)",

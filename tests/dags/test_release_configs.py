@@ -426,3 +426,25 @@ def test_the_default_utility_policy_counts_as_carried(tmp_path):
     with pytest.raises(ReleaseConfigError) as err:
         load_release(_write(tmp_path, text + "code_system: icd10cm\n"))
     assert err.value.field == "gem" and "icd9-level-2" in err.value.problem
+
+
+def test_a_missing_figure_fails_its_threshold_unless_nothing_new_was_published():
+    """A threshold on a figure the run did not write fails the run (fail-safe),
+    except in a successive run that held back every arrival and carries the
+    published rows (``deid.append_only.NOTHING_NEW``): no new rows to judge,
+    so the verdict holds, checked 0 times, and says why."""
+    from deid.append_only import NOTHING_NEW
+    from deid.steps import _threshold_verdicts
+
+    floor = {"min_icd_kept_3digit_or_finer": 15, "max_ilm": 0.95}
+    held_back = {"n_records": 0, "ilm": 0.0, NOTHING_NEW: True}
+    missing, ilm = _threshold_verdicts(held_back, floor)
+    assert missing["ok"] and missing["checked"] == 0 and "nothing new" in missing["note"]
+    assert ilm["ok"] and ilm["checked"] == 1  # a figure it wrote is still checked
+    for metrics in ({"n_records": 0, "ilm": 0.0}, {"ilm": 0.0, NOTHING_NEW: False},
+                    {"ilm": 0.0, NOTHING_NEW: "yes"}):
+        verdict, _ = _threshold_verdicts(metrics, floor)
+        assert not verdict["ok"] and verdict["violations"] == [
+            "icd_kept_3digit_or_finer = None"]
+    low, _ = _threshold_verdicts({"icd_kept_3digit_or_finer": 3.8, NOTHING_NEW: True}, floor)
+    assert not low["ok"]  # a figure that is there is judged, whatever the flag says

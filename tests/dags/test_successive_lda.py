@@ -18,6 +18,7 @@ from tests.dags.successive_runs import (
     release_copies,
     releases_page,
     row,
+    run,
     table_rows,
     two_runs,
 )
@@ -76,3 +77,18 @@ def test_the_releases_view_shows_both_runs(runs):
     assert f"<code>{first.run_id}</code>" in checked_cell(runs_table, second.run_id)
     assert f"<code>{first.run_id}</code>" in row(history_table, second.run_id)
     assert first.run_id in history_table
+
+
+def test_a_third_run_with_nobody_new_loads_and_its_floor_is_not_measured(runs, warehouse):
+    """Nobody arrived since the second run: the run publishes nothing new and
+    carries the release.  It loads; the file's utility floor
+    (``min_icd_kept_3digit_or_finer``) reads "not measured" instead of failing
+    a scheduled run over a figure no new row has.  (Last in this module: it
+    adds a run to the history.)"""
+    third = run(RELEASE)
+    row_ = audit(warehouse, RELEASE, third.run_id)
+    assert str(third.state).endswith("success"), row_["error"]
+    assert row_["metrics"]["lda"]["nothing_new_published"] is True
+    floor, = [v for v in row_["verdicts"]["verdicts"]
+              if v["property"].startswith("threshold icd_kept_3digit_or_finer")]
+    assert floor["ok"] and floor["checked"] == 0 and floor["note"].startswith("not measured")

@@ -116,8 +116,8 @@ def anonymize(run, params) -> dict:
         pd.DataFrame({"pseudonym": pd.Series(dtype=object), "patient_id": pd.Series(
             dtype=object)}).to_parquet(run.path(staging.KEY), index=False)
         run.write_json(staging.HISTOGRAMS, {})
-        metrics = {"n_pairs": 0, "n_records": 0, "ilm": 0.0, "alm": 0.0,
-                   "suppressed_pairs": 0}  # nothing new published, nothing lost
+        metrics = {"n_pairs": 0, "n_records": 0, "ilm": 0.0, "alm": 0.0,  # nothing lost
+                   "suppressed_pairs": 0, append_only.NOTHING_NEW: plan is not None}
     else:
         result = _lda(new, params)
         result.records.to_parquet(run.path(staging.RELEASED), index=False)

@@ -165,7 +165,8 @@ def generalize(run, params) -> dict:
         run.write_json(staging.UGACLIP, {"k": params["k"], "items": [], "suppressed": [],
                                          "records": [], "metrics": {}})
         metrics = {"n_records": 0, "suppressed_share": 0.0, "suppressed_occurrences": 0,
-                   "suppressed_codes": 0, "largest_item": 0, "n_generalized_items": 0}
+                   "suppressed_codes": 0, "largest_item": 0, "n_generalized_items": 0,
+                   append_only.NOTHING_NEW: True}
     else:
         from anonymizers.ppe import PPEConfig, extract_policy
 
