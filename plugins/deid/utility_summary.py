@@ -180,7 +180,8 @@ FIGURES: dict[str, tuple[Figure, ...]] = {
                f"{UGACLIP}, Definition 2", better=SHOWN, unit="number"),
     ),
     "lda": (
-        Figure("ICD values at the 3-digit level or finer", ("icd_kept_3digit_or_finer",), 0.30,
+        Figure("ICD values at the 3-digit level (ICD-10-CM: category) or finer",
+               ("icd_kept_3digit_or_finer",), 0.30,
                "more than 30% (D50 Pop, k=5, A-GS)", f"{THESIS}, IV.4.4, Fig. 13",
                combine=percent_sum),
         Figure("ages at the 16-year level or finer", ("age_kept_16year_or_finer",), 0.60,
