@@ -116,11 +116,12 @@ def mre_histogram(values) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["interval", "count", "share"])
 
 
-def share_within(values, low: float = -0.05, high: float = 0.05) -> float:
-    """Share of defined MRE values in ``[low, high)`` (fractions)."""
+def share_within(values, low: float = -0.05, high: float = 0.05) -> float | None:
+    """Share of defined MRE values in ``[low, high)`` (fractions); None when
+    no value is defined: a share of nothing is not measured, not 0."""
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
-    return float(((v >= low) & (v < high)).mean()) if len(v) else 0.0
+    return float(((v >= low) & (v < high)).mean()) if len(v) else None
 
 
 def occurring_sets(data, size: int) -> np.ndarray:

@@ -40,6 +40,9 @@ CHECKED_AGAINST = "checked_against.json"
 """Run ids of the earlier releases the release was checked beside; steps.check_history."""
 METHOD_METRICS = "method_metrics.json"
 """The method's figures (report, thresholds, audit); its last step (measure for disassociation)."""
+NOT_MEASURED = "not_measured"
+"""Key in METHOD_METRICS: {figure: why this run could not measure it}; a threshold on such a
+figure fails with that reason (steps._threshold_verdicts)."""
 
 APPEND_PLAN = "append_only.json"
 """An append-only run's publication (number, selected rows); append_only.begin."""

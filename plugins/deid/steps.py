@@ -309,8 +309,15 @@ def _threshold_verdicts(metrics: dict, thresholds: dict) -> list[dict]:
             continue
         ok = value is not None and (value <= limit if bound == "max" else value >= limit)
         out.append({**verdict, "ok": bool(ok), "checked": 1,
-                    "violations": [] if ok else [f"{metric} = {value}"]})
+                    "violations": [] if ok else [_why_failed(metric, value, metrics)]})
     return out
+
+
+def _why_failed(metric: str, value, metrics: dict) -> str:
+    if value is not None:
+        return f"{metric} = {value}"
+    why = (metrics.get(staging.NOT_MEASURED) or {}).get(metric)
+    return f"{metric} was not measured by this run: " + (why or "the method wrote no such figure")
 
 
 def report(run: Run, method: str, params: dict, run_record: dict | None = None) -> dict:

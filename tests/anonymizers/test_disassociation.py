@@ -422,6 +422,7 @@ def test_mre_histogram_bins_and_share():
     assert hist["count"].tolist() == [1, 1, 1, 2, 1, 1, 1, 1]
     assert hist["share"].sum() == pytest.approx(1.0)
     assert metrics.share_within(values) == pytest.approx(5 / 9)
+    assert metrics.share_within([]) is None and metrics.share_within([np.nan]) is None
 
 
 def test_workloads():

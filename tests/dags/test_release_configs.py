@@ -445,6 +445,25 @@ def test_a_missing_figure_fails_its_threshold_unless_nothing_new_was_published()
                     {"ilm": 0.0, NOTHING_NEW: "yes"}):
         verdict, _ = _threshold_verdicts(metrics, floor)
         assert not verdict["ok"] and verdict["violations"] == [
-            "icd_kept_3digit_or_finer = None"]
+            "icd_kept_3digit_or_finer was not measured by this run: "
+            "the method wrote no such figure"]
     low, _ = _threshold_verdicts({"icd_kept_3digit_or_finer": 3.8, NOTHING_NEW: True}, floor)
     assert not low["ok"]  # a figure that is there is judged, whatever the flag says
+
+
+def test_a_figure_the_run_could_not_measure_fails_its_threshold_saying_why():
+    """Disassociation with ``utility_policy: none`` has no constraints, so no
+    MRE share: the floor fails the run and the verdict gives the method's
+    reason, not ``= None``."""
+    from deid import staging
+    from deid.methods.disassociation import MRE_SHARES
+    from deid.steps import _threshold_verdicts
+
+    reason = {name: "the run has no utility policy" for name in MRE_SHARES}
+    (verdict,) = _threshold_verdicts({"are_w2": 0.3, staging.NOT_MEASURED: reason},
+                                     {"min_mre_share_in_-5_5": 0.45})
+    assert not verdict["ok"] and verdict["violations"] == [
+        "mre_share_in_-5_5 was not measured by this run: the run has no utility policy"]
+    (zero,) = _threshold_verdicts({"mre_share_in_-5_5": 0.0, staging.NOT_MEASURED: reason},
+                                  {"min_mre_share_in_-5_5": 0.45})
+    assert zero["violations"] == ["mre_share_in_-5_5 = 0.0"]  # a measured figure is quoted

@@ -352,6 +352,10 @@ def measure(run, params) -> dict:
     return out
 
 
+# the figures read over the utility policy's constraints (none without a policy)
+MRE_SHARES = ("mre_share_in_-5_5", "mre_share_in_-2.5_2.5", "mre_share_beyond_10")
+
+
 def _utility(batch: list, fragment, policy, params,
              window: int) -> tuple[dict, np.ndarray | None]:
     """The figures of ``measure`` for a release: ``batch[i](columns)`` reads
@@ -391,12 +395,15 @@ def _utility(batch: list, fragment, policy, params,
            "mre_share_in_-2.5_2.5_single_codes": dm.share_within(single, -0.025, 0.025),
            "reconstruction": DEFAULT_ITEM_SUPPORT, "linking": DEFAULT_LINKING}
     if policy is None:
+        out[staging.NOT_MEASURED] = {name: "the run has no utility policy (utility_policy: none), so "
+                             "there are no utility constraints to measure" for name in MRE_SHARES}
         return out, None
     mre = utility.mre()
     out["mre_share_in_-5_5"] = dm.share_within(mre)
     out["mre_share_in_-2.5_2.5"] = dm.share_within(mre, -0.025, 0.025)
     # Fig. 18's tail: constraints whose MRE is off by 10% or more either way
-    out["mre_share_beyond_10"] = 1.0 - dm.share_within(mre, -0.10, 0.10)
+    within_10 = dm.share_within(mre, -0.10, 0.10)
+    out["mre_share_beyond_10"] = None if within_10 is None else 1.0 - within_10
     return out, mre
 
 
