@@ -66,6 +66,12 @@ class LDAConfig:
         doc="Opt-in, not in the thesis: after MDAV, up to this many rounds of moving or "
         "swapping trajectories between clusters, each kept only if it lowers "
         "w_icd*ILM + w_age*ALM (Definition 8) of the two clusters (benchmarks/lda.md).")
+    shared_code_bonus: float = param(
+        0.0, kind="number", minimum=0,
+        doc="Opt-in, not in the thesis: while a cluster grows, each code a candidate shares "
+        "(3-digit category, in order) with the cluster's values still at that level lowers "
+        "its A-GS cost by this much, so clusters gather patients with the same codes "
+        "(anonymizers/longitudinal/shared_codes.py; benchmarks/lda.md).  0 is IV.3.2.")
     pseudonym_key: bytes | None = pseudonym_key()
 
     def __post_init__(self):

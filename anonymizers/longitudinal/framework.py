@@ -13,6 +13,7 @@ import pandas as pd
 from anonymizers.errors import InputError
 from anonymizers.hierarchy import ROOT
 from anonymizers.longitudinal import hierarchies as hz
+from anonymizers.longitudinal import shared_codes
 from anonymizers.longitudinal.alignment import Pairs, Trees, ags, baseline
 from anonymizers.longitudinal.batch import CostModel, Encoded, ags_costs, baseline_costs
 from anonymizers.longitudinal.clustering import greedy, mdav, trajectory_keys
@@ -64,7 +65,7 @@ def lda(pairs: pd.DataFrame, config: LDAConfig, source: str = "pairs") -> LDARes
         span = slice(traj.offsets[t], traj.offsets[t + 1])
         return Pairs.original(icd[span], age[span])
 
-    grow = greedy(original, align, distance)
+    grow = greedy(original, align, _growth_cost(distance, trees, icd, traj, config))
     clusters = mdav(traj.n, config.k, distance, keys, rng, grow)
     if config.refine_rounds:
         clusters = refine(clusters, config.k, config.refine_rounds, grow, distance,
@@ -95,6 +96,14 @@ def _encode(traj: Trajectories, config: LDAConfig):
     if config.icd_domain == "data":
         icd_tree = hz.data_domain(icd_tree, icd)
     return Trees(icd_tree, age_tree), icd, age, unknown
+
+
+def _growth_cost(distance, trees, icd, traj, config):
+    """IV.3.2's growth cost, less the opt-in shared-code bonus (shared_codes)."""
+    if not config.shared_code_bonus:
+        return distance
+    shared = shared_codes.SharedCategories(trees.icd, icd, traj.offsets)
+    return shared_codes.credited(distance, shared, config.shared_code_bonus)
 
 
 def _cluster_loss(cluster, traj, trees, icd, age, w) -> float:

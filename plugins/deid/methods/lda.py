@@ -37,7 +37,7 @@ TITLE = "LDA (longitudinal ICD-age trajectories)"
 PARAMS = {
     # the form's one weight: w_Age = 1 - w_ICD (Definition 4's pair summing to 1)
     **form.params("lda", ["k", "w_icd", "alignment", "icd_domain", "member_weighted",
-                          "refine_rounds", "seed"],
+                          "refine_rounds", "shared_code_bonus", "seed"],
                   limits={"w_icd": {"maximum": 1}}),
     "lda_codes": {"type": "array", "items": {"type": "string",
                                              "pattern": CATEGORY_PATTERN},
@@ -75,21 +75,25 @@ def _lda(pairs: pd.DataFrame, params):
         alignment=params["alignment"], seed=params["seed"],
         icd_domain=params.get("icd_domain", "data"),
         member_weighted=params.get("member_weighted", False),
-        refine_rounds=params.get("refine_rounds", 0), pseudonym_key=pseudonym_key(),
+        refine_rounds=params.get("refine_rounds", 0),
+        shared_code_bonus=params.get("shared_code_bonus", 0.0), pseudonym_key=pseudonym_key(),
         code_system=params.get("code_system", "icd9cm")))
 
 
 #: LDAConfig's opt-in deviations from the thesis' algorithm (docs/methods/lda.md), in words
 DEVIATION_WORDS = {
     "member_weighted": "A-GS counts the cluster's loss once per member, Algorithm 3 once",
-    "refine_rounds": "rounds of moves and swaps between clusters after MDAV, not in the thesis' IV.3.2"}
+    "refine_rounds": "rounds of moves and swaps between clusters after MDAV, not in the thesis' IV.3.2",
+    "shared_code_bonus": "cluster growth credits each code a candidate shares with the "
+                         "cluster at 3-digit level, IV.3.2 ranks by A-GS cost alone"}
 
 
 def deviations(params) -> dict:
     """The deviations from the thesis' algorithm a run uses: each name ->
-    its value (``member_weighted`` true, ``refine_rounds`` above 0)."""
+    its value (``member_weighted`` true, ``refine_rounds`` or ``shared_code_bonus`` above 0)."""
     used = {"member_weighted": bool(params.get("member_weighted", False)),
-            "refine_rounds": int(params.get("refine_rounds", 0))}
+            "refine_rounds": int(params.get("refine_rounds", 0)),
+            "shared_code_bonus": float(params.get("shared_code_bonus", 0.0))}
     return {name: value for name, value in used.items() if value}
 
 

@@ -1,0 +1,125 @@
+"""The opt-in shared-code bonus of LDA's cluster growth (anonymizers/longitudinal/shared_codes.py):
+its categories and LCS against plain definitions, what it changes, and the verifier on random data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anonymizers.errors import ParameterError
+from anonymizers.hierarchy import from_parent_map
+from anonymizers.longitudinal import LDAConfig, lda
+from anonymizers.longitudinal import framework
+from anonymizers.longitudinal import hierarchies as hz
+from anonymizers.longitudinal.framework import NothingToRelease
+from anonymizers.longitudinal.alignment import Pairs
+from anonymizers.longitudinal.shared_codes import SharedCategories, category_of
+from anonymizers.verify.longitudinal import verify_lda
+
+
+def _icd9_tree(codes):
+    display, level_of, levels = hz.ICD_STYLE["icd9cm"]
+    tree, ids, _ = hz.encode_tree(hz.icd_hierarchy("icd9cm"), np.array(codes, dtype=object),
+                                  display, level_of, levels)
+    return tree, ids
+
+
+def test_a_code_s_category_is_its_3_digit_ancestor_and_coarser_nodes_have_none():
+    tree, ids = _icd9_tree(["4011", "4019", "401", "25000", "486"])
+    cat = category_of(tree)
+    label = {v: tree.labels[c] if c >= 0 else None for v, c in enumerate(cat)}
+    assert [label[i] for i in ids] == ["401", "401", "401", "250", "486"]
+    for v, name in enumerate(tree.labels):
+        if name == "*" or "-" in name:
+            assert cat[v] == -1, name
+
+
+def test_a_tree_without_a_category_level_is_refused():
+    tree = from_parent_map({"a": "ab", "b": "ab", "ab": "*"})
+    df = pd.DataFrame({"patient_id": ["p", "q"], "code": ["a", "b"], "age": [30, 31]})
+    with pytest.raises(ParameterError, match="3-digit"):
+        lda(df, LDAConfig(k=2, seed=0, icd_hierarchy=tree, shared_code_bonus=1.0))
+
+
+def _lcs(a, b) -> int:
+    row = [0] * (len(b) + 1)
+    for x in a:
+        prev = row[:]
+        for j, y in enumerate(b, 1):
+            row[j] = prev[j - 1] + 1 if x == y and x >= 0 else max(prev[j], row[j - 1])
+    return row[-1]
+
+
+CODES = ["4011", "4019", "25000", "25001", "2724", "486", "V700", "7807"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(CODES), min_size=0, max_size=7), min_size=1,
+                max_size=8), st.lists(st.sampled_from(CODES + ["401-405", "*"]), max_size=7))
+def test_the_lcs_is_the_plain_longest_common_subsequence_of_categories(trajectories, x_codes):
+    codes = [c for t in trajectories for c in t] + x_codes
+    tree, ids = _icd9_tree(codes or ["486"])
+    cat = category_of(tree)
+    lengths = [len(t) for t in trajectories]
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    shared = SharedCategories(tree, ids[:offsets[-1]], offsets)
+    x_ids = np.array([tree.index[c] for c in x_codes], dtype=np.int64)
+    x = Pairs(x_ids, np.zeros(len(x_ids), dtype=np.int64), np.zeros(len(x_ids), bool),
+              np.zeros(len(x_ids), bool))
+    seqs = [list(cat[ids[offsets[i]:offsets[i + 1]]]) for i in range(len(lengths))]
+    everyone = np.arange(len(lengths))
+    assert shared.lcs(x, everyone).tolist() == [_lcs(list(cat[x_ids]), s) for s in seqs]
+    assert shared.lcs(0, everyone).tolist() == [_lcs(seqs[0], s) for s in seqs]
+
+
+def _cohort() -> pd.DataFrame:
+    """Five patients share 401.1 at ages far apart; ten others hold unrelated
+    codes at those same ages, so IV.3.2's growth groups by age."""
+    other = ["25000", "4860", "7807", "V700", "2724"]
+    rows = []
+    for i, age in enumerate([30, 50, 70, 90, 110]):
+        rows += [(f"a{i}", "4011", age + i % 2), (f"b{i}", other[i], age),
+                 (f"c{i}", other[(i + 1) % 5], age + 1)]
+    return pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+
+
+def test_the_bonus_groups_the_patients_who_share_a_code_and_keeps_it():
+    df = _cohort()
+    thesis = lda(df, LDAConfig(k=5, seed=0))
+    bonus = lda(df, LDAConfig(k=5, seed=0, shared_code_bonus=1.0))
+    assert thesis.metrics["icd_kept_3digit_or_finer"] == 0.0
+    source = bonus.pseudonym_map.rename(columns={"patient_id": "source"})
+    kept = bonus.records.merge(source, left_on="patient_id", right_on="pseudonym")
+    holders = kept.loc[kept["code"] == "401.1", "source"]
+    assert sorted(holders) == [f"a{i}" for i in range(5)]
+    for result in (thesis, bonus):
+        assert verify_lda(result.records, result.pseudonym_map, df, 5).ok
+
+
+pair = st.tuples(st.sampled_from(CODES + ["E9500", "V154"]), st.integers(0, 130))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(pair, min_size=1, max_size=8), min_size=2, max_size=14),
+       st.integers(2, 4), st.sampled_from([0.25, 1.0, 5.0]), st.booleans(), st.integers(0, 2))
+def test_a_release_with_the_bonus_passes_the_verifier(trajectories, k, bonus, weighted, rounds):
+    if len(trajectories) < k:
+        return
+    rows = [(f"id{i}", c, a) for i, t in enumerate(trajectories) for c, a in t]
+    df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+    config = LDAConfig(k=k, seed=0, shared_code_bonus=bonus, member_weighted=weighted,
+                       refine_rounds=rounds)
+    try:
+        result = lda(df, config)
+    except NothingToRelease as exc:  # checked: the withheld release is all ('*', '*')
+        assert "keeps nothing" in str(exc)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(framework, "_keeps_anything", lambda records: True)
+            result = lda(df, config)
+        assert (result.records[["code", "age"]] == "*").all().all()
+    verdict = verify_lda(result.records, result.pseudonym_map, df, k)
+    assert verdict.ok, verdict.violations
+    assert k <= result.metrics["min_cluster_size"]
