@@ -33,7 +33,10 @@ release.  ``python -m benchmarks.bench_lda`` from the repository root;
 SynPUF cohort (an upper bound on any k-anonymous in-order release, below);
 ``--thesis-size`` runs ``d50_synthetic`` at D_50^Pop's 27,639 patients (about
 20 minutes) into ``results/lda_thesis_size.json``; ``--weights`` sweeps
-w_ICD on two SynPUF cohorts (about 10 minutes) into ``results/lda_weights.json``.
+w_ICD on two SynPUF cohorts (about 10 minutes) into ``results/lda_weights.json``;
+``--shared-codes`` runs the opt-in shared-code bonus on the SynPUF code selections of
+TestB and of Sample 1's 2010 inpatient claims (``sample1_pairs``, kept in
+benchmarks/data) into ``results/lda_shared_codes.json``.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ D50 = {"n_codes": 50, "pairs_per_member": 9.32}
 GENERATOR = {"claims_per_member": 12.0}
 SIZES = {False: (1_000, 1_200), True: (300, 400)}  # small -> (trajectories, members)
 SYNPUF = DATASETS / "synpuf" / "cms_bfd_sample_testB"
+SAMPLE1_SUMMARY = DATASETS / "synpuf" / "bene_summary_10k_subset"
+SAMPLE1_CLAIMS = (Path(__file__).resolve().parent / "data"
+                  / "DE1_0_2010_Inpatient_Claims_Sample_1_bene10k.csv.gz")
 RELEASE = Path(__file__).resolve().parents[1] / "releases" / "lda_trajectories.yaml"
 D4_CATEGORIES = ("250", "272", "401", "724")
 PLACEHOLDERS = ("OTHER", "XX000")
@@ -86,20 +92,20 @@ def d50_synthetic(n_patients: int, n_members: int, seed: int = SEED) -> pd.DataF
     return trajectories(config, n_patients=n_patients, seed=seed, **D50)
 
 
-def _birth_dates() -> pd.DataFrame:
+def _birth_dates(folder: Path = SYNPUF, sample: str = "TestB") -> pd.DataFrame:
     frames = []
     for year in (2008, 2009, 2010):
-        f = SYNPUF / f"DE1_0_{year}_Beneficiary_Summary_File_Sample_TestB.csv.gz"
+        f = folder / f"DE1_0_{year}_Beneficiary_Summary_File_Sample_{sample}.csv.gz"
         frames.append(pd.read_csv(f, dtype=str, usecols=["DESYNPUF_ID", "BENE_BIRTH_DT"])
                       .assign(year=year))
     return pd.concat(frames).sort_values(["DESYNPUF_ID", "year"]).drop_duplicates("DESYNPUF_ID")
 
 
-def _claim_codes(name: str, spec) -> pd.DataFrame:
+def _claim_codes(name: str, spec, path: Path | None = None) -> pd.DataFrame:
     admitting, prefix, n, line_prefix, n_line = spec
     cols = ([admitting] if admitting else []) + [f"{prefix}{i}" for i in range(1, n + 1)] \
         + [f"{line_prefix}{i}" for i in range(1, n_line + 1)]
-    c = pd.read_csv(SYNPUF / f"DE1_0_2008_to_2010_{name}.csv.gz", dtype=str,
+    c = pd.read_csv(path or SYNPUF / f"DE1_0_2008_to_2010_{name}.csv.gz", dtype=str,
                     usecols=["DESYNPUF_ID", "CLM_ID", "CLM_FROM_DT", "CLM_THRU_DT", *cols])
     date = c["CLM_FROM_DT"].fillna(c["CLM_THRU_DT"])
     c["date"] = date.fillna(c.groupby(["DESYNPUF_ID", "CLM_ID"])["CLM_FROM_DT"].transform("min"))
@@ -114,11 +120,22 @@ def synpuf_pairs(limit: int | None = None, per_claim: bool = False) -> pd.DataFr
     claim date of the pair as ``service_date``; ``per_claim``: one pair per
     distinct code of each claim instead (the reading undone in ``figures``)."""
     codes = pd.concat([_claim_codes(name, spec) for name, spec in CLAIMS.items()])
+    bene = _birth_dates()
+    return _pairs(codes, bene.head(limit) if limit else bene, per_claim)
+
+
+def sample1_pairs() -> pd.DataFrame:
+    """The pairs of ``SAMPLE1_CLAIMS`` (Sample 1's 2010 inpatient claims of the
+    beneficiaries of the 10,000-beneficiary summary subset; benchmarks/data/SOURCES.md),
+    built as ``synpuf_pairs`` builds TestB's, ages from that subset's birth dates."""
+    codes = _claim_codes("Inpatient_Claims_Sample_1_2010", CLAIMS["Inpatient_Claims_Sample_TestB"],
+                         SAMPLE1_CLAIMS)
+    return _pairs(codes, _birth_dates(SAMPLE1_SUMMARY, "1"))
+
+
+def _pairs(codes: pd.DataFrame, bene: pd.DataFrame, per_claim: bool = False) -> pd.DataFrame:
     codes = codes[(codes["code"] != "") & ~codes["code"].isin(PLACEHOLDERS)]
     codes = codes.drop_duplicates(["DESYNPUF_ID", "claim", "code"])
-    bene = _birth_dates()
-    if limit:
-        bene = bene.head(limit)
     pairs = codes.merge(bene, on="DESYNPUF_ID")
     born = pd.to_datetime(pairs["BENE_BIRTH_DT"], format="%Y%m%d")
     seen = pd.to_datetime(pairs["date"], format="%Y%m%d")
@@ -295,6 +312,30 @@ def weights() -> dict:
     return {"sweep": sweep, "seeds": seeds}
 
 
+BONUSES = (0.5, 1.0, 1.5, 2.0)
+
+
+def shared_code_bonus() -> dict:
+    """The opt-in ``shared_code_bonus`` (benchmarks/lda.md, "Clusters that share
+    codes"): each SynPUF code selection of Sample 1's 2010 inpatient claims
+    (``sample1_pairs``) and of TestB, at the thesis setting and with each of
+    ``BONUSES``; on Sample 1 also the release-file setting, alone and with a
+    bonus of 1; and ``kept_bound`` of each cohort."""
+    out = {}
+    for source, pairs in (("sample1_2010", sample1_pairs()), ("testb", synpuf_pairs())):
+        for name, cohort_pairs in synpuf_cohorts(pairs).items():
+            plain = cohort_pairs.drop(columns="service_date")
+            runs = {"thesis": {}, **{f"bonus={b}": {"shared_code_bonus": b} for b in BONUSES}}
+            if source == "sample1_2010":
+                runs |= {"release_file": RELEASE_FILE,
+                         "release_file+bonus=1.0": {**RELEASE_FILE, "shared_code_bonus": 1.0}}
+            out[f"{source}.{name}"] = {
+                "data": describe(cohort_pairs), "kept_bound": round(kept_bound(cohort_pairs), 1),
+                **{label: {key: anonymize(plain, "a-gs", **options)[key] for key in SHORT}
+                   for label, options in runs.items()}}
+    return out
+
+
 def main(small: bool = False) -> dict:
     n_patients, n_members = SIZES[small]
     return run_benchmark("lda_small" if small else "lda", lambda: figures(small),
@@ -312,6 +353,9 @@ if __name__ == "__main__":
                   f"3-digit or finer (k={K})")
     elif "--thesis-size" in sys.argv:
         thesis_size()
+    elif "--shared-codes" in sys.argv:
+        run_benchmark("lda_shared_codes", shared_code_bonus, k=K, seed=SEED,
+                      note="sample1_2010: benchmarks/data/SOURCES.md")
     elif "--weights" in sys.argv:
         run_benchmark("lda_weights", weights, k=K, seed=SEED, seeds=WEIGHT_SEEDS)
     else:

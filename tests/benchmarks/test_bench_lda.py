@@ -82,6 +82,22 @@ def test_synpuf_pairs_follow_the_extract(datasets_dir):
     assert not cats.duplicated(["patient_id", "code", "age"]).any()
 
 
+@pytest.mark.datasets
+def test_sample1_pairs_are_the_kept_claims_of_the_summary_subset(datasets_dir):
+    """benchmarks/data/SOURCES.md: 1,231 claims of 1,052 beneficiaries, every
+    one with a birth date in the 10,000-beneficiary subset; pairs built as
+    TestB's (distinct code and age per patient, no placeholder)."""
+    claims = pd.read_csv(bench_lda.SAMPLE1_CLAIMS, dtype=str)
+    assert len(claims) == 1231 and claims["DESYNPUF_ID"].nunique() == 1052
+    assert claims["CLM_THRU_DT"].str.startswith("2010").all()
+    pairs = bench_lda.sample1_pairs()
+    assert pairs["patient_id"].nunique() == 1052
+    assert not pairs.duplicated(["patient_id", "code", "age"]).any()
+    assert not pairs["code"].isin(["OTHER", "XX000", ""]).any()
+    assert pairs["age"].between(20, 110).all()
+    assert bench_lda.synpuf_cohorts(pairs)["synpuf_d50"]["code"].nunique() == 50
+
+
 def test_kept_bound_on_a_small_example():
     """Three patients: b and c share 250 then 401 with a, in order; k=3 needs
     two others, so a keeps at most min(LCS(a,b), LCS(a,c)) = 1 (c has 401
