@@ -317,7 +317,10 @@ def _why_failed(metric: str, value, metrics: dict) -> str:
     if value is not None:
         return f"{metric} = {value}"
     why = (metrics.get(staging.NOT_MEASURED) or {}).get(metric)
-    return f"{metric} was not measured by this run: " + (why or "the method wrote no such figure")
+    if why is None:
+        why = ("the method wrote it as not measured, without a reason" if metric in metrics
+               else "the method wrote no such figure")
+    return f"{metric} was not measured by this run: {why}"
 
 
 def report(run: Run, method: str, params: dict, run_record: dict | None = None) -> dict:

@@ -39,6 +39,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from deid import staging
+
 HIGHER, LOWER, SHOWN = "higher", "lower", ""
 NOT_MEASURED = "not measured"
 SEVERITY = ("below threshold", "low utility", "below the paper", "within the floor",
@@ -408,6 +410,7 @@ LABELS = {
     "mre_share_in_-5_5": "share of utility constraints with MRE in [-5%, 5%)",
     "mre_share_in_-5_5_single_codes": "share of single codes with MRE in [-5%, 5%)",
     "mre_share_beyond_10": "share of utility constraints with MRE off by more than 10%",
+    staging.NOT_MEASURED: "figures not measured, and why",
     # GCCens
     "n_population": "population records", "records_modified": "share of records modified",
     "instances_original": "code copies in the sample",

@@ -445,8 +445,8 @@ def test_a_missing_figure_fails_its_threshold_unless_nothing_new_was_published()
                     {"ilm": 0.0, NOTHING_NEW: "yes"}):
         verdict, _ = _threshold_verdicts(metrics, floor)
         assert not verdict["ok"] and verdict["violations"] == [
-            "icd_kept_3digit_or_finer was not measured by this run: "
-            "the method wrote no such figure"]
+            ("icd_kept_3digit_or_finer was not measured by this run: "
+             "the method wrote no such figure")]
     low, _ = _threshold_verdicts({"icd_kept_3digit_or_finer": 3.8, NOTHING_NEW: True}, floor)
     assert not low["ok"]  # a figure that is there is judged, whatever the flag says
 
@@ -467,3 +467,26 @@ def test_a_figure_the_run_could_not_measure_fails_its_threshold_saying_why():
     (zero,) = _threshold_verdicts({"mre_share_in_-5_5": 0.0, staging.NOT_MEASURED: reason},
                                   {"min_mre_share_in_-5_5": 0.45})
     assert zero["violations"] == ["mre_share_in_-5_5 = 0.0"]  # a measured figure is quoted
+    (silent,) = _threshold_verdicts({"are_w1": None}, {"max_are_w1": 0.1})
+    assert silent["violations"] == [
+        ("are_w1 was not measured by this run: the method wrote it as not measured, "
+         "without a reason")]
+
+
+def test_disassociation_says_why_each_figure_it_leaves_unmeasured_is():
+    from deid import staging
+    from deid.methods.disassociation import MRE_SHARES, _why_not_measured
+
+    measured = {"are_w1": 0.1, "mre_share_in_-5_5_single_codes": 0.9,
+                "mre_share_in_-2.5_2.5_single_codes": 0.8,
+                **dict.fromkeys(MRE_SHARES, 0.5)}
+    assert _why_not_measured(measured, policy={"x": 1}) == {}
+    none = _why_not_measured({**measured, **dict.fromkeys(MRE_SHARES, None), "are_w1": None},
+                             policy={"x": 1})
+    assert set(none) == {"are_w1", *MRE_SHARES}
+    assert "no record holds a code" in none["mre_share_in_-5_5"]
+    no_policy = _why_not_measured({k: v for k, v in measured.items() if k not in MRE_SHARES},
+                                  policy=None)
+    assert set(no_policy) == set(MRE_SHARES) and "utility_policy: none" in no_policy[
+        "mre_share_in_-5_5"]
+    assert staging.NOT_MEASURED == "not_measured"

@@ -342,7 +342,7 @@ def measure(run, params) -> dict:
                                                        columns=columns) for i in range(n)]
     out, mre = _utility(batch, lambda i: _fragment(run, i), info["policy"], params,
                         _planned_window(info, params))
-    if mre is not None:
+    if mre is not None and not np.isnan(mre).all():  # no histogram of nothing
         run.write_json(staging.MRE_HISTOGRAM,
                        dm.mre_histogram(mre).set_index("interval")["share"].to_dict())
     if run.read_json(staging.DIS_SUCCESSIVE).get("stable_clusters"):
@@ -394,17 +394,33 @@ def _utility(batch: list, fragment, policy, params,
            "mre_share_in_-5_5_single_codes": dm.share_within(single),
            "mre_share_in_-2.5_2.5_single_codes": dm.share_within(single, -0.025, 0.025),
            "reconstruction": DEFAULT_ITEM_SUPPORT, "linking": DEFAULT_LINKING}
-    if policy is None:
-        out[staging.NOT_MEASURED] = {name: "the run has no utility policy (utility_policy: none), so "
-                             "there are no utility constraints to measure" for name in MRE_SHARES}
-        return out, None
-    mre = utility.mre()
-    out["mre_share_in_-5_5"] = dm.share_within(mre)
-    out["mre_share_in_-2.5_2.5"] = dm.share_within(mre, -0.025, 0.025)
-    # Fig. 18's tail: constraints whose MRE is off by 10% or more either way
-    within_10 = dm.share_within(mre, -0.10, 0.10)
-    out["mre_share_beyond_10"] = None if within_10 is None else 1.0 - within_10
-    return out, mre
+    mre = None if policy is None else utility.mre()
+    if mre is not None:
+        out["mre_share_in_-5_5"] = dm.share_within(mre)
+        out["mre_share_in_-2.5_2.5"] = dm.share_within(mre, -0.025, 0.025)
+        # Fig. 18's tail: constraints whose MRE is off by 10% or more either way
+        within_10 = dm.share_within(mre, -0.10, 0.10)
+        out["mre_share_beyond_10"] = None if within_10 is None else 1.0 - within_10
+    why = _why_not_measured(out, policy)
+    return ({**out, staging.NOT_MEASURED: why} if why else out), mre
+
+
+def _why_not_measured(out: dict, policy) -> dict:
+    """Why each figure ``_utility`` could not measure was not: a threshold on
+    it fails with this reason (``deid.steps._threshold_verdicts``)."""
+    why = {}
+    if out["are_w1"] is None:
+        why["are_w1"] = "workload W1 is empty: no set of codes reaches its support"
+    for name in ("mre_share_in_-5_5_single_codes", "mre_share_in_-2.5_2.5_single_codes"):
+        if out[name] is None:
+            why[name] = "no code of the release has a relative error (no original support)"
+    for name in MRE_SHARES:
+        if policy is None:
+            why[name] = ("the run has no utility policy (utility_policy: none), so there are "
+                         "no utility constraints to measure")
+        elif out[name] is None:
+            why[name] = "no record holds a code of any constraint of the utility policy"
+    return why
 
 
 PLAIN = "plain_"  # prefix of the figures of the release a plain run would have made
