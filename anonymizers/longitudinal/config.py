@@ -67,7 +67,7 @@ class LDAConfig:
         "swapping trajectories between clusters, each kept only if it lowers "
         "w_icd*ILM + w_age*ALM (Definition 8) of the two clusters (benchmarks/lda.md).")
     shared_code_bonus: float = param(
-        0.0, kind="number", minimum=0,
+        0.0, kind="number", minimum=0, maximum=100,  # a pair's A-GS cost is at most 2
         doc="Opt-in, not in the thesis: while a cluster grows, each code a candidate shares "
         "(3-digit category, in order) with the cluster's values still at that level lowers "
         "its A-GS cost by this much, so clusters gather patients with the same codes "

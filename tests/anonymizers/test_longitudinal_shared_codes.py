@@ -11,11 +11,10 @@ from hypothesis import strategies as st
 
 from anonymizers.errors import ParameterError
 from anonymizers.hierarchy import from_parent_map
-from anonymizers.longitudinal import LDAConfig, lda
-from anonymizers.longitudinal import framework
+from anonymizers.longitudinal import LDAConfig, framework, lda
 from anonymizers.longitudinal import hierarchies as hz
-from anonymizers.longitudinal.framework import NothingToRelease
 from anonymizers.longitudinal.alignment import Pairs
+from anonymizers.longitudinal.framework import NothingToRelease
 from anonymizers.longitudinal.shared_codes import SharedCategories, category_of
 from anonymizers.verify.longitudinal import verify_lda
 
@@ -35,6 +34,24 @@ def test_a_code_s_category_is_its_3_digit_ancestor_and_coarser_nodes_have_none()
     for v, name in enumerate(tree.labels):
         if name == "*" or "-" in name:
             assert cat[v] == -1, name
+
+
+def test_an_icd10_code_s_category_is_its_3_character_ancestor():
+    display, level_of, levels = hz.ICD_STYLE["icd10cm"]
+    codes = ["I10", "E119", "S52521A", "C7A010"]
+    tree, ids, _ = hz.encode_tree(hz.icd_hierarchy("icd10cm"), np.array(codes, dtype=object),
+                                  display, level_of, levels)
+    cat = category_of(hz.data_domain(tree, ids))
+    assert [tree.labels[cat[i]] for i in ids] == ["I10", "E11", "S52", "C7A"]
+    for v, name in enumerate(tree.labels):
+        if name == "*" or "-" in name:
+            assert cat[v] == -1, name
+
+
+@pytest.mark.parametrize("bonus", [-1.0, float("inf"), float("nan"), 101])
+def test_a_bonus_that_is_not_a_finite_weight_is_refused(bonus):
+    with pytest.raises(ParameterError, match="shared_code_bonus"):
+        LDAConfig(k=2, shared_code_bonus=bonus)
 
 
 def test_a_tree_without_a_category_level_is_refused():
