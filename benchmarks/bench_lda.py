@@ -194,6 +194,13 @@ def anonymize(pairs: pd.DataFrame, alignment: str, k: int = K,
 
 SHORT = ("icd_kept_3digit_or_finer", "age_kept_16year_or_finer", "ilm", "alm", "avg_re",
          "suppressed_pairs", "verifier_ok", "seconds")
+
+
+def short(run: dict) -> dict:
+    """The ``SHORT`` figures of one ``anonymize`` run."""
+    return {key: run[key] for key in SHORT}
+
+
 # the opt-in deviations (not the thesis; benchmarks/lda.md, "Opt-in deviations")
 DEVIATIONS = {"member_weighted": {"member_weighted": True},
               "refine_4": {"refine_rounds": 4},
@@ -207,12 +214,11 @@ def cohort(pairs: pd.DataFrame, deviations: bool = False) -> dict:
     out = {"data": describe(pairs), "a-gs": anonymize(plain, "a-gs"),
            "baseline": anonymize(plain, "baseline")}
     out["readings"] = {
-        "date_order": {key: anonymize(pairs, "a-gs")[key] for key in SHORT},
-        "icd_domain_hierarchy": {key: anonymize(plain, "a-gs", icd_domain="hierarchy")[key]
-                                 for key in SHORT}}
+        "date_order": short(anonymize(pairs, "a-gs")),
+        "icd_domain_hierarchy": short(anonymize(plain, "a-gs", icd_domain="hierarchy"))}
     if deviations:
-        out["deviations"] = {name: {key: anonymize(plain, "a-gs", **options)[key]
-                                    for key in SHORT} for name, options in DEVIATIONS.items()}
+        out["deviations"] = {name: short(anonymize(plain, "a-gs", **options))
+                             for name, options in DEVIATIONS.items()}
     return out
 
 
@@ -258,7 +264,7 @@ def figures(small: bool = False) -> dict:
             plain = per_claim[name].drop(columns="service_date")
             out[name]["readings"]["per_claim_pairs"] = {
                 "data": describe(per_claim[name]),
-                **{key: anonymize(plain, "a-gs")[key] for key in SHORT}}
+                **short(anonymize(plain, "a-gs"))}
     else:
         out["synpuf"] = f"skipped: {SYNPUF} not found"
     t0 = time.perf_counter()
@@ -313,6 +319,7 @@ def weights() -> dict:
 
 
 BONUSES = (0.5, 1.0, 1.5, 2.0)
+BONUS_WEIGHTS = ((2.0, 0.4), (2.0, 0.3), (4.0, 0.2))  # the bonus with weight moved to ages
 
 
 def shared_code_bonus() -> dict:
@@ -320,7 +327,7 @@ def shared_code_bonus() -> dict:
     codes"): each SynPUF code selection of Sample 1's 2010 inpatient claims
     (``sample1_pairs``) and of TestB, at the thesis setting and with each of
     ``BONUSES``; on Sample 1 also the release-file setting, alone and with a
-    bonus of 1; and ``kept_bound`` of each cohort."""
+    bonus of 1, and ``BONUS_WEIGHTS``; and ``kept_bound`` of each cohort."""
     out = {}
     for source, pairs in (("sample1_2010", sample1_pairs()), ("testb", synpuf_pairs())):
         for name, cohort_pairs in synpuf_cohorts(pairs).items():
@@ -328,10 +335,13 @@ def shared_code_bonus() -> dict:
             runs = {"thesis": {}, **{f"bonus={b}": {"shared_code_bonus": b} for b in BONUSES}}
             if source == "sample1_2010":
                 runs |= {"release_file": RELEASE_FILE,
-                         "release_file+bonus=1.0": {**RELEASE_FILE, "shared_code_bonus": 1.0}}
+                         "release_file+bonus=1.0": {**RELEASE_FILE, "shared_code_bonus": 1.0},
+                         **{f"bonus={b} w_icd={w}": {"shared_code_bonus": b, "w_icd": w,
+                                                     "w_age": round(1 - w, 2)}
+                            for b, w in BONUS_WEIGHTS}}
             out[f"{source}.{name}"] = {
                 "data": describe(cohort_pairs), "kept_bound": round(kept_bound(cohort_pairs), 1),
-                **{label: {key: anonymize(plain, "a-gs", **options)[key] for key in SHORT}
+                **{label: short(anonymize(plain, "a-gs", **options))
                    for label, options in runs.items()}}
     return out
 
