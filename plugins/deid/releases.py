@@ -22,6 +22,7 @@ the Releases view.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections import defaultdict
@@ -92,6 +93,13 @@ class CodePolicy:
     def as_dict(self) -> dict:
         return {"code_system": self.code_system, "mixed": self.mixed,
                 "drop_unknown": self.drop_unknown, "gem": self.gem}
+
+    def versions(self) -> dict:
+        """For the audit's ``policy_versions``: the sha256 of the GEM file (a
+        path does not say whether the mapping under it changed); none without."""
+        if self.gem is None:
+            return {}
+        return {"gem_sha256": hashlib.sha256(Path(self.gem).read_bytes()).hexdigest()}
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ ICD-9-CM release refusing them at the extract."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import pytest
@@ -241,6 +242,8 @@ def test_an_icd9_level_policy_is_carried_into_icd10_claims_through_the_gem(icd10
     audit = _audit(warehouse, "ugaclip_carried", run.run_id)
     assert str(run.state).endswith("success"), audit["error"]
     assert audit["outcome"] == "loaded" and audit["params"]["gem"].endswith(FORWARD_GEM)
+    gem_bytes = (ROOT / FORWARD_GEM).read_bytes()
+    assert audit["policy_versions"]["gem_sha256"] == hashlib.sha256(gem_bytes).hexdigest()
     assert all(v["ok"] for v in audit["verdicts"]["verdicts"])
     items: dict = {}
     for item, code in _query(warehouse, "SELECT item_id, code FROM release.ugaclip_carried_items"):
