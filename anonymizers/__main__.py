@@ -19,7 +19,7 @@ import argparse
 import importlib
 import sys
 
-from anonymizers.cli import check_output_paths
+from anonymizers.cli import check_output_paths, refuse_unread_gem
 from anonymizers.errors import AnonymizerError, InputError
 
 # an error message is one line and short, whatever a module put in it
@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         check_output_paths(args)
+        refuse_unread_gem(args, module)
         return module.run(args) or 0
     except InputError as exc:
         _error(exc)

@@ -26,7 +26,7 @@ from anonymizers.io import (
     write_json,
 )
 from anonymizers.level_policies import level_policy
-from anonymizers.policies import load_policy
+from anonymizers.policies import load_policy, named_level
 
 
 def add_arguments(parser) -> None:
@@ -63,6 +63,14 @@ def run(args) -> int:
     write_json(result.to_json(), args.output)
     print(json.dumps({**result.metrics, "seed": config.seed, **clean.metrics(args.code_system)}))
     return 0
+
+
+def gem_carries(args) -> bool:
+    """Whether ``--gem`` may carry the utility policy: a level of the other code
+    system (an ICD-9-CM level on ICD-10-CM data is carried; the other way round
+    ``level_policy`` refuses, naming the level to use)."""
+    named = named_level(args.utility_policy or "")
+    return named is not None and named[0] != args.code_system
 
 
 def _utility_policy(name: str | None, codes, code_system: str, gem: str | None):

@@ -30,6 +30,7 @@ from anonymizers.io import (
     write_json,
 )
 from anonymizers.level_policies import level_policy
+from anonymizers.policies import named_level
 from anonymizers.ppe import policy_from_dict
 from anonymizers.ugaclip import UGACLIPConfig, load_utility_policy, ugaclip
 from anonymizers.ugaclip.policy import bundled
@@ -83,6 +84,16 @@ def run(args) -> int:
           f"utility constraints satisfied ({m['utility_constraints']['codes_in_no_constraint']} "
           f"codes in none) -> {args.output}; {clean.summary()}")
     return 0
+
+
+def gem_carries(args) -> bool:
+    """Whether ``--gem`` may carry the utility policy: a level of the other code
+    system (see ``disassociate.gem_carries``), or a listed policy on ICD-10-CM
+    data (the bundled lists hold ICD-9-CM codes)."""
+    named = named_level(args.utility_policy)
+    if named is None:
+        return args.code_system == "icd10cm"
+    return named[0] != args.code_system
 
 
 def _utility_policy(args, codes):

@@ -211,3 +211,27 @@ def test_cms_gems_group_every_code_they_link(level):
     assert ("250" in policy.names) == (level == 1)
     if level == 1:
         assert "E119" in dict(zip(policy.names, policy.constraints))["250"]
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("disassociate", ["--k", "2", "--m", "2", "--utility-policy", "icd9-level-1"]),
+    ("disassociate", ["--k", "2", "--m", "2"]),
+    ("ugaclip", ["--k", "2", "--utility-policy", "icd9-level-1", "--privacy-policy",
+                 "never-read.json"]),
+    ("lda", ["--k", "2"]),
+])
+def test_a_gem_the_run_would_not_read_is_refused_before_any_work(tmp_path, capsys, command,
+                                                                   extra):
+    """ICD-9-CM data and no --mixed map-to-icd10: nothing reads --gem, so the
+    run stops with one line (exit 1, a parameter) and writes nothing, as the
+    release file refuses an unread ``gem``."""
+    claims = tmp_path / "claims.csv"
+    pd.DataFrame({"patient_id": ["a", "b", "c"], "code": ["25000", "4011", "25000"],
+                  "age": [60, 61, 62]}).to_csv(claims, index=False)
+    out = tmp_path / "out.json"
+    capsys.readouterr()
+    code = main([command, *extra, "--seed", "1", "--gem", gem_file(tmp_path / "g.gz"),
+                 "--input", str(claims), "--output", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and not out.exists() and "\n" not in err
+    assert "gem" in err and "would not read it" in err
