@@ -88,11 +88,11 @@ def run(args) -> int:
 
 def gem_carries(args) -> bool:
     """Whether ``--gem`` may carry the utility policy: a level of the other code
-    system (see ``disassociate.gem_carries``), or a listed policy on ICD-10-CM
-    data (the bundled lists hold ICD-9-CM codes)."""
+    system (see ``disassociate.gem_carries``), or a bundled list on ICD-10-CM
+    data (the bundled lists hold ICD-9-CM codes; a policy file is read as it is)."""
     named = named_level(args.utility_policy)
     if named is None:
-        return args.code_system == "icd10cm"
+        return args.code_system == "icd10cm" and args.utility_policy in bundled()
     return named[0] != args.code_system
 
 
@@ -106,7 +106,7 @@ def _utility_policy(args, codes):
     if args.code_system == "icd9cm":
         return load_utility_policy(args.utility_policy, strip_dots=args.strip_dots)
     mapping = None
-    if args.gem:
+    if args.gem and gem_carries(args):
         from anonymizers.codesystems import gem_forward
         from anonymizers.io import read_gem
 

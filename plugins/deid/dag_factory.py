@@ -239,7 +239,7 @@ def build_dag(release: Release):
                      "run_id": run.run_id, "input_rows": extracted["rows"],
                      "policy_versions": {"release_file": release.version,
                                          "screening": release.screening_policy,
-                                         **release.codes.versions()},
+                                         **steps.code_versions(run, release.codes)},
                      "risk_before": {"privacy_constraints": policy["constraints"]},
                      "metrics": {"extract": extracted, "ppe": policy,
                                  "screen": _screened(release)},

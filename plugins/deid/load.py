@@ -191,9 +191,11 @@ def close_open(cur, row: dict) -> bool:
 
 
 def record_failure(row: dict) -> bool:
-    """Close the run's row as failed (its open row keeps its start time)."""
+    """Close the run's row as failed (its open row keeps its start time and the
+    versions of the files the run started with)."""
     with connect() as conn, conn.cursor() as cur:
-        return close_audit(cur, {**row, "outcome": "failed"}, keep=("started_at",))
+        return close_audit(cur, {**row, "outcome": "failed"},
+                           keep=("started_at", "policy_versions"))
 
 
 def open_runs(release: str | None = None) -> list[dict]:

@@ -96,10 +96,15 @@ class CodePolicy:
 
     def versions(self) -> dict:
         """For the audit's ``policy_versions``: the sha256 of the GEM file (a
-        path does not say whether the mapping under it changed); none without."""
+        path does not say whether the mapping under it changed); none without.
+        A GEM that cannot be read is bad input (the run fails at once)."""
         if self.gem is None:
             return {}
-        return {"gem_sha256": hashlib.sha256(Path(self.gem).read_bytes()).hexdigest()}
+        try:
+            return {"gem_sha256": hashlib.sha256(Path(self.gem).read_bytes()).hexdigest()}
+        except OSError as exc:
+            raise InputError(self.gem, f"the GEM cannot be read ({exc.strerror or exc})") \
+                from None
 
 
 @dataclass(frozen=True)

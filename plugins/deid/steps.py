@@ -71,26 +71,43 @@ def prepare(run: Run, release=None, requested: dict | None = None,
     ensure_schemas()
     load_mod.drop_stale_builds(run.release, run.run_id)
     started = dt.datetime.now(dt.timezone.utc).isoformat()
+    versions = {}
     if release is not None:
-        _open_audit(run, release, requested or {}, triggered_by, started)
+        versions = {"release_file": release.version, **release.codes.versions()}
+        _open_audit(run, release, requested or {}, triggered_by, started, versions)
     run.dir  # noqa: B018 - creates the owner-only staging folder
     if release is not None:
-        _resolve_run(run, release, requested or {}, triggered_by)
+        _resolve_run(run, release, requested or {}, triggered_by, versions)
     return {"started_at": started}
 
 
 def _open_audit(run: Run, release, requested: dict, triggered_by: str | None,
-                started: str) -> None:
+                started: str, versions: dict) -> None:
     """The open row holds what the trigger asked; its closing writes what ran."""
     from deid.airflow_glue import audit_base
 
     params = {**release.params, **requested}
     load_mod.open_audit({**audit_base(release.name, release.method, params, started),
                          "run_id": run.run_id, "triggered_by": triggered_by,
-                         "policy_versions": {"release_file": release.version}})
+                         "policy_versions": versions})
 
 
-def _resolve_run(run: Run, release, requested: dict, triggered_by: str | None) -> None:
+def code_versions(run: Run, codes) -> dict:
+    """The code files' versions ``prepare`` recorded (the GEM's sha256), after
+    checking that the file under the same path is still that one: a mapping
+    replaced during the run would leave the release made of two mappings, or
+    the audit naming one it did not use; that run loads nothing."""
+    staged = run_params(run).get("code_versions", {})
+    now = codes.versions()
+    if now != staged:
+        raise ValidationFailed(f"the GEM at {codes.gem} changed during the run (sha256 "
+                               f"{staged.get('gem_sha256', 'none')[:12]} at its start, "
+                               f"{now.get('gem_sha256', 'none')[:12]} now): nothing loaded")
+    return staged
+
+
+def _resolve_run(run: Run, release, requested: dict, triggered_by: str | None,
+                 versions: dict) -> None:
     from deid import overrides
 
     record = {"triggered_by": triggered_by, "scope": None, "overrides": {}}
@@ -101,9 +118,10 @@ def _resolve_run(run: Run, release, requested: dict, triggered_by: str | None) -
             "params": None, "scope": None,
             "run_record": {**record, "overrides": exc.requested}})
         raise ValidationFailed(str(exc)) from exc
+    code_files = {k: v for k, v in versions.items() if k != "release_file"}
     run.write_json(staging.RUN_PARAMS, {
         "params": resolved.params, "scope": resolved.scope, "codes": release.codes.as_dict(),
-        "run_record": {**record, "scope": resolved.scope, "overrides": resolved.overrides}})
+        "code_versions": code_files, "run_record": {**record, "scope": resolved.scope, "overrides": resolved.overrides}})
 
 
 def run_params(run: Run) -> dict:

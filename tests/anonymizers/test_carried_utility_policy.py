@@ -219,6 +219,8 @@ def test_cms_gems_group_every_code_they_link(level):
     ("ugaclip", ["--k", "2", "--utility-policy", "icd9-level-1", "--privacy-policy",
                  "never-read.json"]),
     ("lda", ["--k", "2"]),
+    ("ugaclip", ["--k", "2", "--code-system", "icd10cm", "--utility-policy", "policy.json",
+                 "--privacy-policy", "never-read.json"]),  # a policy file is read as it is
 ])
 def test_a_gem_the_run_would_not_read_is_refused_before_any_work(tmp_path, capsys, command,
                                                                    extra):

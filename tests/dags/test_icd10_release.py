@@ -145,6 +145,8 @@ def test_an_icd9_release_refuses_icd10_claims_at_the_extract(icd10_ids, warehous
     audit = _audit(warehouse, "medco_codes", run.run_id)
     error = audit["error"]
     assert audit["outcome"] == "failed" and error.startswith("extract: source.")
+    # the failure row keeps the versions the open row recorded at the run's start
+    assert audit["policy_versions"]["release_file"] == 1
     assert "field 'code'" in error and "not a code of ICD-9-CM" in error and ", row " in error
     (codes,), = _query(warehouse, "SELECT array_agg(DISTINCT icd9_dgns_cd_1) FROM "
                        "source.carrier_claims")

@@ -345,21 +345,54 @@ def test_the_icd10_release_files_name_their_system_and_the_icd10_policy():
         assert "code_system" not in (ROOT / "releases" / f"{name}.yaml").read_text()
 
 
+def _mapping_release(tmp_path):
+    """An ICD-10-CM release file mapping ICD-9-CM rows through a (header-only) GEM."""
+    gem = tmp_path / "gem.csv"
+    gem.write_text("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n")
+    release = load_release(_write(tmp_path, GOOD_ICD10 + f"code_system: icd10cm\nmixed: "
+                                  f"map-to-icd10\ngem: {gem}\n"))
+    return release, gem
+
+
 def test_the_run_keeps_the_release_files_code_policy_for_its_extract(tmp_path):
     """``prepare`` stages the file's code policy; the extract and screening
     steps read it back (``steps.code_policy``), ICD-9-CM's defaults without."""
     from deid import steps
 
-    gem = tmp_path / "gem.csv"
-    gem.write_text("icd9cm,icd10cm,no_map,combination,scenario,choice_list,approximate\n")
-    release = load_release(_write(tmp_path, GOOD_ICD10 + f"code_system: icd10cm\nmixed: "
-                                  f"map-to-icd10\ngem: {gem}\n"))
+    release, _ = _mapping_release(tmp_path)
     run = steps.Run("example", "manual__code_policy_test")
     try:
         assert steps.code_policy(run) == releases_mod.CodePolicy()
-        steps._resolve_run(run, release, {}, "tester")
+        steps._resolve_run(run, release, {}, "tester", release.codes.versions())
         assert steps.code_policy(run) == release.codes
         assert steps.run_params(run)["params"]["code_system"] == "icd10cm"
+    finally:
+        steps.cleanup(run)
+
+
+def test_a_gem_replaced_during_the_run_loads_nothing(tmp_path):
+    """``prepare`` records the GEM's sha256; load takes it from there after
+    checking the file is still that one, and refuses a run whose GEM changed
+    under the same path, or vanished (bad input, one line, no retry)."""
+    import hashlib
+
+    from deid import steps
+
+    from anonymizers.errors import InputError
+
+    release, gem = _mapping_release(tmp_path)
+    run = steps.Run("example", "manual__gem_version_test")
+    try:
+        started = release.codes.versions()
+        assert started == {"gem_sha256": hashlib.sha256(gem.read_bytes()).hexdigest()}
+        steps._resolve_run(run, release, {}, "tester", {"release_file": 1, **started})
+        assert steps.code_versions(run, release.codes) == started
+        gem.write_text(gem.read_text() + "4011,I10,0,0,0,0,1\n")
+        with pytest.raises(steps.ValidationFailed, match="changed during the run"):
+            steps.code_versions(run, release.codes)
+        gem.unlink()
+        with pytest.raises(InputError, match="the GEM cannot be read"):
+            steps.code_versions(run, release.codes)
     finally:
         steps.cleanup(run)
 
