@@ -98,6 +98,13 @@ ICD_STYLE = {"icd9cm": (icd_display, icd_level, ICD_LEVELS),
 AGE_LEVELS = tuple(f"{2 ** i}-year" for i in range(8))
 
 
+def category_level(levels: tuple) -> str | None:
+    """The level name of the 3-digit category among a code tree's ``levels``
+    (ICD-9-CM ``3-digit``, ICD-10-CM ``category``, read as the same level);
+    None for a tree without one."""
+    return next((x for x in ("3-digit", "category") if x in levels), None)
+
+
 @dataclass(frozen=True)
 class EncodedTree:
     """The closure (values and their ancestors) of a hierarchy over a dataset.

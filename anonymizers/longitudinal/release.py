@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from anonymizers import pseudonyms
+from anonymizers.longitudinal import hierarchies as hz
 from anonymizers.longitudinal import metrics as mx
 from anonymizers.longitudinal.alignment import Trees
 from anonymizers.longitudinal.loss import dataset_lm, pair_loss
@@ -119,7 +120,7 @@ def _kept(trees: Trees, icd_levels: dict, age_levels: dict) -> dict:
     ICD-10-CM category is read as ICD-9-CM's 3-digit level, under the same
     name, so that reports and thresholds read one figure in both systems."""
     out = {}
-    level = next((x for x in ("3-digit", "category") if x in trees.icd.levels), None)
+    level = hz.category_level(trees.icd.levels)
     if level is not None:
         out["icd_kept_3digit_or_finer"] = mx.kept_at_or_below(icd_levels, trees.icd.levels,
                                                                level)

@@ -20,16 +20,13 @@ import numpy as np
 
 from anonymizers.errors import ParameterError
 from anonymizers.longitudinal.alignment import Pairs
-from anonymizers.longitudinal.hierarchies import EncodedTree
-
-# the level whose values the bonus protects, per code system's level names
-CATEGORY_LEVELS = ("3-digit", "category")
+from anonymizers.longitudinal.hierarchies import EncodedTree, category_level
 
 
 def category_of(tree: EncodedTree) -> np.ndarray:
     """Per node, its ancestor-or-self at the category level (the coarsest at
     that level or finer); -1 for a node above it (a section, chapter, ``*``)."""
-    level = next((x for x in CATEGORY_LEVELS if x in tree.levels), None)
+    level = category_level(tree.levels)
     if level is None:
         raise ParameterError("shared_code_bonus", "needs a code tree with a 3-digit "
                              "(category) level: the ICD-9-CM or ICD-10-CM tree")
@@ -54,7 +51,6 @@ class SharedCategories:
         self.table = np.full((len(self.lengths), max(1, int(self.lengths.max(initial=0)))), -2)
         owner = np.repeat(np.arange(len(self.lengths)), self.lengths)
         self.table[owner, np.arange(len(cats)) - np.repeat(offsets[:-1], self.lengths)] = cats
-        self.offsets = offsets
 
     def of(self, x: int | Pairs) -> np.ndarray:
         """Categories of trajectory ``x`` (an index or an anonymized trajectory)."""

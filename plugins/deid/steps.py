@@ -71,13 +71,14 @@ def prepare(run: Run, release=None, requested: dict | None = None,
     ensure_schemas()
     load_mod.drop_stale_builds(run.release, run.run_id)
     started = dt.datetime.now(dt.timezone.utc).isoformat()
-    versions = {}
+    code_files = {}
     if release is not None:
-        versions = {"release_file": release.version, **release.codes.versions()}
-        _open_audit(run, release, requested or {}, triggered_by, started, versions)
+        code_files = release.codes.versions()
+        _open_audit(run, release, requested or {}, triggered_by, started,
+                    {"release_file": release.version, **code_files})
     run.dir  # noqa: B018 - creates the owner-only staging folder
     if release is not None:
-        _resolve_run(run, release, requested or {}, triggered_by, versions)
+        _resolve_run(run, release, requested or {}, triggered_by, code_files)
     return {"started_at": started}
 
 
@@ -107,7 +108,7 @@ def code_versions(run: Run, codes) -> dict:
 
 
 def _resolve_run(run: Run, release, requested: dict, triggered_by: str | None,
-                 versions: dict) -> None:
+                 code_files: dict) -> None:
     from deid import overrides
 
     record = {"triggered_by": triggered_by, "scope": None, "overrides": {}}
@@ -118,7 +119,6 @@ def _resolve_run(run: Run, release, requested: dict, triggered_by: str | None,
             "params": None, "scope": None,
             "run_record": {**record, "overrides": exc.requested}})
         raise ValidationFailed(str(exc)) from exc
-    code_files = {k: v for k, v in versions.items() if k != "release_file"}
     run.write_json(staging.RUN_PARAMS, {
         "params": resolved.params, "scope": resolved.scope, "codes": release.codes.as_dict(),
         "code_versions": code_files, "run_record": {**record, "scope": resolved.scope, "overrides": resolved.overrides}})

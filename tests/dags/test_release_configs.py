@@ -385,7 +385,7 @@ def test_a_gem_replaced_during_the_run_loads_nothing(tmp_path):
     try:
         started = release.codes.versions()
         assert started == {"gem_sha256": hashlib.sha256(gem.read_bytes()).hexdigest()}
-        steps._resolve_run(run, release, {}, "tester", {"release_file": 1, **started})
+        steps._resolve_run(run, release, {}, "tester", started)
         assert steps.code_versions(run, release.codes) == started
         gem.write_text(gem.read_text() + "4011,I10,0,0,0,0,1\n")
         with pytest.raises(steps.ValidationFailed, match="changed during the run"):
