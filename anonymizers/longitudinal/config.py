@@ -72,6 +72,12 @@ class LDAConfig:
         "(3-digit category, in order) with the cluster's values still at that level lowers "
         "its A-GS cost by this much, so clusters gather patients with the same codes "
         "(anonymizers/longitudinal/shared_codes.py; benchmarks/lda.md).  0 is IV.3.2.")
+    age_block: int = param(
+        0, kind="int", minimum=0,
+        doc="Opt-in with shared_code_bonus, not in the thesis: while a cluster grows, a "
+        "candidate whose ages would take the cluster's ages out of one node of the age tree "
+        "covering at most this many ages (16: a 16-year interval) costs shared_code_bonus "
+        "more, so clusters share codes and close ages (benchmarks/lda.md).  0 is off.")
     pseudonym_key: bytes | None = pseudonym_key()
 
     def __post_init__(self):
@@ -79,6 +85,9 @@ class LDAConfig:
         if abs(self.w_icd + self.w_age - 1.0) > 1e-9:
             raise ParameterError("w_icd", f"w_icd + w_age must be 1, got "
                                           f"{self.w_icd} + {self.w_age}")
+        if self.age_block and not self.shared_code_bonus:
+            raise ParameterError("age_block", "prices ages in the shared-code bonus's "
+                                 "growth: set shared_code_bonus above 0 as well")
         if self.member_weighted and self.alignment != "a-gs":
             raise ParameterError("member_weighted", "member weighting is a reading of A-GS; "
                                  f"alignment={self.alignment!r} has no weights")

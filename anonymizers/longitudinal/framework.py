@@ -65,7 +65,7 @@ def lda(pairs: pd.DataFrame, config: LDAConfig, source: str = "pairs") -> LDARes
         span = slice(traj.offsets[t], traj.offsets[t + 1])
         return Pairs.original(icd[span], age[span])
 
-    grow = greedy(original, align, _growth_cost(distance, trees, icd, traj, config))
+    grow = greedy(original, align, _growth_cost(distance, trees, icd, age, traj, config))
     clusters = mdav(traj.n, config.k, distance, keys, rng, grow)
     if config.refine_rounds:
         clusters = refine(clusters, config.k, config.refine_rounds, grow, distance,
@@ -98,12 +98,17 @@ def _encode(traj: Trajectories, config: LDAConfig):
     return Trees(icd_tree, age_tree), icd, age, unknown
 
 
-def _growth_cost(distance, trees, icd, traj, config):
-    """IV.3.2's growth cost, less the opt-in shared-code bonus (shared_codes)."""
+def _growth_cost(distance, trees, icd, age, traj, config):
+    """IV.3.2's growth cost, less the opt-in shared-code bonus and plus its
+    age-block price (shared_codes)."""
     if not config.shared_code_bonus:
         return distance
     shared = shared_codes.SharedCategories(trees.icd, icd, traj.offsets)
-    return shared_codes.credited(distance, shared, config.shared_code_bonus)
+    cost = shared_codes.credited(distance, shared, config.shared_code_bonus)
+    if not config.age_block:
+        return cost
+    spans = shared_codes.AgeSpans(trees.age, age, traj.offsets)
+    return shared_codes.blocked(cost, spans, config.age_block, config.shared_code_bonus)
 
 
 def _cluster_loss(cluster, traj, trees, icd, age, w) -> float:

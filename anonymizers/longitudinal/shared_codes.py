@@ -12,6 +12,12 @@ so the thesis' growth groups patients by age and lets their codes rise to the ch
 bonus makes shared codes count.  The release is still one A-GS alignment per cluster
 shared by all its members, so k-anonymity and the verifier are untouched; what it costs
 in ILM and ages is measured in benchmarks/lda.md.
+
+With the bonus alone, shared codes outbid ages: the growth gathers patients of one
+category decades apart and their ages rise to ``*``.  ``LDAConfig.age_block`` B prices
+that too: a candidate whose ages would take the cluster's ages out of one node of the
+age tree covering at most B ages (16: a 16-year interval of IV.4.4's tree) costs b more,
+as much as one shared category is worth (``blocked``).
 """
 
 from __future__ import annotations
@@ -78,3 +84,42 @@ def credited(from_cluster, shared: SharedCategories, bonus: float):
     def cost(x, candidates, members=1):
         return from_cluster(x, candidates, members) - bonus * shared.lcs(x, candidates)
     return cost
+
+
+def set_lca(tree: EncodedTree, nodes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per non-empty segment ``nodes[offsets[i]:offsets[i + 1]]``, the lowest
+    common ancestor of its nodes (Definition 5 over a set)."""
+    anc = tree.anc[np.asarray(nodes, dtype=np.int64)]
+    starts = np.asarray(offsets[:-1], dtype=np.int64)
+    lo, hi = np.minimum.reduceat(anc, starts, axis=0), np.maximum.reduceat(anc, starts, axis=0)
+    # common at a depth implies common at every shallower one, so the common
+    # depths are a prefix and the deepest is their count less one
+    deepest = ((lo == hi) & (lo >= 0)).sum(axis=1) - 1
+    return lo[np.arange(len(starts)), deepest]
+
+
+class AgeSpans:
+    """Per input trajectory, the LCA of its ages; and how many ages (leaves of
+    the age tree) the node covering a cluster's X and a candidate spans."""
+
+    def __init__(self, tree: EncodedTree, age: np.ndarray, offsets: np.ndarray):
+        self.tree = tree
+        self.own = set_lca(tree, age, offsets)
+
+    def leaves(self, x: int | Pairs, candidates: np.ndarray) -> np.ndarray:
+        theirs = self.own[np.asarray(candidates, dtype=np.int64)]
+        if isinstance(x, (int, np.integer)):
+            mine = self.own[int(x)]
+        elif len(x) == 0:  # every pair suppressed: no ages to stay close to
+            return self.tree.leaves[theirs]
+        else:
+            mine = set_lca(self.tree, x.age, np.array([0, len(x)]))[0]
+        return self.tree.leaves[self.tree.lca(mine, theirs)]
+
+
+def blocked(cost, spans: AgeSpans, block: int, penalty: float):
+    """``cost`` plus ``penalty`` for each candidate whose ages and X's would
+    span more than ``block`` ages (module doc)."""
+    def priced(x, candidates, members=1):
+        return cost(x, candidates, members) + penalty * (spans.leaves(x, candidates) > block)
+    return priced

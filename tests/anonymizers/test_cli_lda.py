@@ -72,7 +72,8 @@ def test_baseline_and_weights(pairs_csv, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--k", "0"], "parameter 'k'"),
-    (["--k", "2", "--w-icd", "0.7"], "w_icd + w_age must be 1")])
+    (["--k", "2", "--w-icd", "0.7"], "w_icd + w_age must be 1"),
+    (["--k", "2", "--age-block", "16"], "parameter 'age_block': prices ages")])
 def test_user_errors_exit_1(pairs_csv, tmp_path, capsys, args, message):
     code = main(["lda", *args, "--seed", "1", "--input", str(pairs_csv), "--output", str(tmp_path / "o.json")])
     assert code == 1

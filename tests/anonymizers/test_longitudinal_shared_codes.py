@@ -15,7 +15,12 @@ from anonymizers.longitudinal import LDAConfig, framework, lda
 from anonymizers.longitudinal import hierarchies as hz
 from anonymizers.longitudinal.alignment import Pairs
 from anonymizers.longitudinal.framework import NothingToRelease
-from anonymizers.longitudinal.shared_codes import SharedCategories, category_of
+from anonymizers.longitudinal.shared_codes import (
+    AgeSpans,
+    SharedCategories,
+    category_of,
+    set_lca,
+)
 from anonymizers.verify.longitudinal import verify_lda
 
 
@@ -52,6 +57,13 @@ def test_an_icd10_code_s_category_is_its_3_character_ancestor():
 def test_a_bonus_that_is_not_a_finite_weight_is_refused(bonus):
     with pytest.raises(ParameterError, match="shared_code_bonus"):
         LDAConfig(k=2, shared_code_bonus=bonus)
+
+
+def test_an_age_block_without_the_bonus_is_refused():
+    with pytest.raises(ParameterError, match="age_block"):
+        LDAConfig(k=2, age_block=16)
+    with pytest.raises(ParameterError, match="age_block"):
+        LDAConfig(k=2, shared_code_bonus=1.0, age_block=-1)
 
 
 def test_a_tree_without_a_category_level_is_refused():
@@ -92,6 +104,44 @@ def test_the_lcs_is_the_plain_longest_common_subsequence_of_categories(trajector
     assert shared.lcs(0, everyone).tolist() == [_lcs(seqs[0], s) for s in seqs]
 
 
+def _age_tree(ages):
+    tree, ids, _ = hz.encode_tree(hz.age_hierarchy(), np.array(ages).astype(str),
+                                  level_of=hz.age_level, levels=hz.AGE_LEVELS)
+    return tree, ids
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 128), min_size=1, max_size=6), min_size=1,
+                max_size=6), st.lists(st.integers(1, 128), max_size=5))
+def test_an_age_span_is_the_plain_lca_of_the_ages(trajectories, x_ages):
+    """``set_lca`` and ``AgeSpans`` against folding Definition 5's pairwise LCA."""
+    flat = [a for t in trajectories for a in t]
+    tree, ids = _age_tree(flat + x_ages)
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in trajectories])]).astype(np.int64)
+
+    def folded(nodes):
+        out = nodes[0]
+        for v in nodes[1:]:
+            out = int(tree.lca(out, v))
+        return out
+    own = [folded(ids[offsets[i]:offsets[i + 1]]) for i in range(len(trajectories))]
+    assert set_lca(tree, ids[:offsets[-1]], offsets).tolist() == own
+    spans, everyone = AgeSpans(tree, ids[:offsets[-1]], offsets), np.arange(len(trajectories))
+    x_ids = ids[offsets[-1]:]
+    x = Pairs(np.zeros(len(x_ids), dtype=np.int64), x_ids, np.zeros(len(x_ids), bool),
+              np.zeros(len(x_ids), bool))
+    want = [tree.leaves[folded(list(x_ids) + [o])] for o in own]
+    assert spans.leaves(x, everyone).tolist() == want
+    assert spans.leaves(0, everyone).tolist() == [tree.leaves[folded([own[0], o])] for o in own]
+
+
+def test_an_age_block_spans_16_ages_on_the_thesis_tree():
+    tree, ids = _age_tree([33, 48, 49, 64, 65])
+    offsets = np.arange(6)
+    spans = AgeSpans(tree, ids, offsets)
+    assert spans.leaves(0, np.arange(5)).tolist() == [1, 16, 32, 32, 128]  # 33-48, 33-64, then *: 65 is in 65-128
+
+
 def _cohort() -> pd.DataFrame:
     """Five patients share 401.1 at ages far apart; ten others hold unrelated
     codes at those same ages, so IV.3.2's growth groups by age."""
@@ -116,19 +166,46 @@ def test_the_bonus_groups_the_patients_who_share_a_code_and_keeps_it():
         assert verify_lda(result.records, result.pseudonym_map, df, 5).ok
 
 
+def _ages_apart_cohort() -> pd.DataFrame:
+    """Ten patients hold 401.1, five in their thirties and five in their
+    seventies; two of each group also hold 250.00, which the bonus alone
+    chases across the decades."""
+    rows = []
+    for i in range(5):
+        for group, age in (("y", 33 + i), ("o", 71 + i)):
+            rows.append((f"{group}{i}", "4011", age))
+            if i < 2:
+                rows.append((f"{group}{i}", "25000", age))
+    return pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+
+
+def test_the_age_block_keeps_the_code_and_the_ages_the_bonus_alone_spreads():
+    df = _ages_apart_cohort()
+    alone = lda(df, LDAConfig(k=5, seed=0, shared_code_bonus=1.0))
+    block = lda(df, LDAConfig(k=5, seed=0, shared_code_bonus=1.0, age_block=16))
+    assert alone.metrics["age_kept_16year_or_finer"] == 0.0  # every age released as *
+    # 401.1 of all ten and their ages in 33-40 and 65-80; the four 250.00 pairs suppressed
+    assert block.metrics["age_kept_16year_or_finer"] == pytest.approx(100 * 10 / 14)
+    assert block.metrics["icd_kept_3digit_or_finer"] == alone.metrics["icd_kept_3digit_or_finer"]
+    for result in (alone, block):
+        assert verify_lda(result.records, result.pseudonym_map, df, 5).ok
+
+
 pair = st.tuples(st.sampled_from(CODES + ["E9500", "V154"]), st.integers(0, 130))
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(pair, min_size=1, max_size=8), min_size=2, max_size=14),
-       st.integers(2, 4), st.sampled_from([0.25, 1.0, 5.0]), st.booleans(), st.integers(0, 2))
-def test_a_release_with_the_bonus_passes_the_verifier(trajectories, k, bonus, weighted, rounds):
+       st.integers(2, 4), st.sampled_from([0.25, 1.0, 5.0]), st.booleans(), st.integers(0, 2),
+       st.sampled_from([0, 1, 4, 16]))
+def test_a_release_with_the_bonus_passes_the_verifier(trajectories, k, bonus, weighted, rounds,
+                                                      block):
     if len(trajectories) < k:
         return
     rows = [(f"id{i}", c, a) for i, t in enumerate(trajectories) for c, a in t]
     df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
     config = LDAConfig(k=k, seed=0, shared_code_bonus=bonus, member_weighted=weighted,
-                       refine_rounds=rounds)
+                       refine_rounds=rounds, age_block=block)
     try:
         result = lda(df, config)
     except NothingToRelease as exc:  # checked: the withheld release is all ('*', '*')

@@ -39,13 +39,18 @@ def test_a_code_billed_twice_at_one_age_is_one_pair(tmp_path):
 
 
 def test_the_deviations_are_release_parameters_checked_before_a_run():
-    for name in ("member_weighted", "refine_rounds", "shared_code_bonus"):
+    for name in ("member_weighted", "refine_rounds", "shared_code_bonus", "age_block"):
         assert name in method.PARAMS, name
     check_params("lda", {**BASE, "member_weighted": True, "refine_rounds": 2})
     with pytest.raises(ValueError, match="refine_rounds"):
         check_params("lda", {**BASE, "refine_rounds": -1})
     with pytest.raises(ValueError, match="shared_code_bonus"):
         check_params("lda", {**BASE, "shared_code_bonus": -0.5})
+    check_params("lda", {**BASE, "shared_code_bonus": 4.0, "age_block": 16})
+    with pytest.raises(ValueError, match="age_block: .*shared_code_bonus"):
+        check_params("lda", {**BASE, "age_block": 16})
+    with pytest.raises(ValueError, match="age_block"):
+        check_params("lda", {**BASE, "shared_code_bonus": 4.0, "age_block": -16})
 
 
 def test_the_method_gets_the_deviations(monkeypatch, tmp_path):
@@ -59,20 +64,22 @@ def test_the_method_gets_the_deviations(monkeypatch, tmp_path):
     pairs = method._pairs(_claims(tmp_path), {})
     with pytest.raises(RuntimeError, match="stop"):
         method._lda(pairs, {**BASE, "member_weighted": True, "refine_rounds": 3,
-                            "shared_code_bonus": 1.5})
+                            "shared_code_bonus": 1.5, "age_block": 16})
     assert seen["config"].member_weighted and seen["config"].refine_rounds == 3
-    assert seen["config"].shared_code_bonus == 1.5
+    assert seen["config"].shared_code_bonus == 1.5 and seen["config"].age_block == 16
     with pytest.raises(RuntimeError, match="stop"):
         method._lda(pairs, BASE)
     assert not seen["config"].member_weighted and seen["config"].refine_rounds == 0
-    assert seen["config"].shared_code_bonus == 0.0
+    assert seen["config"].shared_code_bonus == 0.0 and seen["config"].age_block == 0
 
 
 def test_the_metrics_name_the_deviations_a_run_uses():
     assert method.deviations(BASE) == {}
     assert method.deviations({**BASE, "member_weighted": False, "refine_rounds": 0,
-                              "shared_code_bonus": 0.0}) == {}
+                              "shared_code_bonus": 0.0, "age_block": 0}) == {}
     assert method.deviations({**BASE, "shared_code_bonus": 2}) == {"shared_code_bonus": 2.0}
+    assert method.deviations({**BASE, "shared_code_bonus": 4, "age_block": 16}) == {
+        "shared_code_bonus": 4.0, "age_block": 16}
     assert method.deviations({**BASE, "member_weighted": True, "refine_rounds": 4}) == {
         "member_weighted": True, "refine_rounds": 4}
     words = method._deviation_metrics({**BASE, "member_weighted": True, "refine_rounds": 4})

@@ -37,7 +37,7 @@ TITLE = "LDA (longitudinal ICD-age trajectories)"
 PARAMS = {
     # the form's one weight: w_Age = 1 - w_ICD (Definition 4's pair summing to 1)
     **form.params("lda", ["k", "w_icd", "alignment", "icd_domain", "member_weighted",
-                          "refine_rounds", "shared_code_bonus", "seed"],
+                          "refine_rounds", "shared_code_bonus", "age_block", "seed"],
                   limits={"w_icd": {"maximum": 1}}),
     "lda_codes": {"type": "array", "items": {"type": "string",
                                              "pattern": CATEGORY_PATTERN},
@@ -52,6 +52,19 @@ PARAMS = {
 }
 STEPS = ("anonymize",)
 HISTOGRAMS = ("icd_levels", "age_levels", "ilm_by_level", "alm_by_level")
+
+
+def check(params) -> None:
+    """The opt-in deviations must make sense together (``LDAConfig``'s own
+    checks, e.g. ``age_block`` needs ``shared_code_bonus``), before any run."""
+    from anonymizers.errors import ParameterError
+    from anonymizers.longitudinal import LDAConfig
+
+    try:
+        LDAConfig(k=params["k"], shared_code_bonus=params.get("shared_code_bonus", 0.0),
+                  age_block=params.get("age_block", 0))
+    except ParameterError as exc:
+        raise ValueError(f"{exc.field}: {exc.problem}") from None
 
 
 def _pairs(run, params) -> pd.DataFrame:
@@ -76,7 +89,8 @@ def _lda(pairs: pd.DataFrame, params):
         icd_domain=params.get("icd_domain", "data"),
         member_weighted=params.get("member_weighted", False),
         refine_rounds=params.get("refine_rounds", 0),
-        shared_code_bonus=params.get("shared_code_bonus", 0.0), pseudonym_key=pseudonym_key(),
+        shared_code_bonus=params.get("shared_code_bonus", 0.0),
+        age_block=params.get("age_block", 0), pseudonym_key=pseudonym_key(),
         code_system=params.get("code_system", "icd9cm")))
 
 
@@ -85,15 +99,19 @@ DEVIATION_WORDS = {
     "member_weighted": "A-GS counts the cluster's loss once per member, Algorithm 3 once",
     "refine_rounds": "rounds of moves and swaps between clusters after MDAV, not in the thesis' IV.3.2",
     "shared_code_bonus": "cluster growth credits each code a candidate shares with the "
-                         "cluster at 3-digit level, IV.3.2 ranks by A-GS cost alone"}
+                         "cluster at 3-digit level, IV.3.2 ranks by A-GS cost alone",
+    "age_block": "cluster growth charges the shared-code bonus for a candidate whose ages "
+                 "leave the cluster's age block, IV.3.2 ranks by A-GS cost alone"}
 
 
 def deviations(params) -> dict:
     """The deviations from the thesis' algorithm a run uses: each name ->
-    its value (``member_weighted`` true, ``refine_rounds`` or ``shared_code_bonus`` above 0)."""
+    its value (``member_weighted`` true; ``refine_rounds``, ``shared_code_bonus`` or
+    ``age_block`` above 0)."""
     used = {"member_weighted": bool(params.get("member_weighted", False)),
             "refine_rounds": int(params.get("refine_rounds", 0)),
-            "shared_code_bonus": float(params.get("shared_code_bonus", 0.0))}
+            "shared_code_bonus": float(params.get("shared_code_bonus", 0.0)),
+            "age_block": int(params.get("age_block", 0))}
     return {name: value for name, value in used.items() if value}
 
 
