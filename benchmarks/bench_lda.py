@@ -36,7 +36,8 @@ SynPUF cohort (an upper bound on any k-anonymous in-order release, below);
 w_ICD on two SynPUF cohorts (about 10 minutes) into ``results/lda_weights.json``;
 ``--shared-codes`` runs the opt-in shared-code bonus on the SynPUF code selections of
 TestB and of Sample 1's 2010 inpatient claims (``sample1_pairs``, kept in
-benchmarks/data) into ``results/lda_shared_codes.json``.
+benchmarks/data) into ``results/lda_shared_codes.json``; ``--age-block`` adds the
+opt-in 16-year age block to it on the same cohorts into ``results/lda_age_block.json``.
 """
 
 from __future__ import annotations
@@ -178,10 +179,10 @@ def describe(pairs: pd.DataFrame) -> dict:
 
 
 def anonymize(pairs: pd.DataFrame, alignment: str, k: int = K,
-              icd_domain: str = "data", **options) -> dict:
+              icd_domain: str = "data", seed: int = SEED, **options) -> dict:
     """One LDA run with its verdict and time (``options``: more LDAConfig fields)."""
     t0 = time.perf_counter()
-    result = lda(pairs, LDAConfig(k=k, alignment=alignment, seed=SEED, icd_domain=icd_domain,
+    result = lda(pairs, LDAConfig(k=k, alignment=alignment, seed=seed, icd_domain=icd_domain,
                                   **options))
     seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -346,6 +347,38 @@ def shared_code_bonus() -> dict:
     return out
 
 
+AGE_BLOCK = 16  # the thesis' "16 years or finer" figure's interval
+BLOCK_BONUSES = (2.0, 4.0, 8.0)
+
+
+def age_block() -> dict:
+    """The opt-in ``age_block`` with the shared-code bonus (benchmarks/lda.md,
+    "Codes and ages together"): each SynPUF code selection of Sample 1's 2010
+    inpatient claims and of TestB at the thesis setting, with the bonus alone
+    (b = 4), with each of ``BLOCK_BONUSES`` and a 16-year block, and the
+    release-file setting with b = 4 and the block; the D_50 cohorts also over
+    ``WEIGHT_SEEDS`` at b = 4 and 8."""
+    block = {"age_block": AGE_BLOCK}
+    out = {}
+    for source, pairs in (("sample1_2010", sample1_pairs()), ("testb", synpuf_pairs())):
+        for name, cohort_pairs in synpuf_cohorts(pairs).items():
+            runs = {"thesis": {}, "bonus=4.0": {"shared_code_bonus": 4.0},
+                    **{f"bonus={b} age_block=16": {"shared_code_bonus": b, **block}
+                       for b in BLOCK_BONUSES},
+                    "release_file+bonus=4.0 age_block=16": {
+                        **RELEASE_FILE, "shared_code_bonus": 4.0, **block}}
+            if name == "synpuf_d50":
+                runs |= {f"bonus={b} age_block=16 seed={seed}": {
+                    "shared_code_bonus": b, **block, "seed": seed}
+                    for b in (4.0, 8.0) for seed in WEIGHT_SEEDS if seed != SEED}
+            plain = cohort_pairs.drop(columns="service_date")
+            out[f"{source}.{name}"] = {
+                "data": describe(cohort_pairs),
+                **{label: short(anonymize(plain, "a-gs", **options))
+                   for label, options in runs.items()}}
+    return out
+
+
 def main(small: bool = False) -> dict:
     n_patients, n_members = SIZES[small]
     return run_benchmark("lda_small" if small else "lda", lambda: figures(small),
@@ -365,6 +398,9 @@ if __name__ == "__main__":
         thesis_size()
     elif "--shared-codes" in sys.argv:
         run_benchmark("lda_shared_codes", shared_code_bonus, k=K, seed=SEED,
+                      note="sample1_2010: benchmarks/data/SOURCES.md")
+    elif "--age-block" in sys.argv:
+        run_benchmark("lda_age_block", age_block, k=K, seed=SEED, seeds=WEIGHT_SEEDS,
                       note="sample1_2010: benchmarks/data/SOURCES.md")
     elif "--weights" in sys.argv:
         run_benchmark("lda_weights", weights, k=K, seed=SEED, seeds=WEIGHT_SEEDS)
