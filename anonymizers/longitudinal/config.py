@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from anonymizers.codesystems import CODE_SYSTEMS
 from anonymizers.declare import param, parameters, pseudonym_key, validate
 from anonymizers.errors import ParameterError
-from anonymizers.hierarchy import Hierarchy
+from anonymizers.hierarchy import ROOT, Hierarchy
+from anonymizers.longitudinal.hierarchies import age_hierarchy
 
 ALIGNMENTS = ("a-gs", "baseline")
 ICD_DOMAINS = ("data", "hierarchy")
@@ -76,8 +77,10 @@ class LDAConfig:
         0, kind="int", minimum=0,
         doc="Opt-in with shared_code_bonus, not in the thesis: while a cluster grows, a "
         "candidate whose ages would take the cluster's ages out of one node of the age tree "
-        "covering at most this many ages (16: a 16-year interval) costs shared_code_bonus "
-        "more, so clusters share codes and close ages (benchmarks/lda.md).  0 is off.")
+        "covering at most this many ages (16: a 16-year interval; 20 acts as 16 on the "
+        "binary tree) costs shared_code_bonus more, so clusters share codes and close ages "
+        "(anonymizers/longitudinal/shared_codes.py; benchmarks/lda.md).  0 is off; at "
+        "most the tree's ages less one.")
     pseudonym_key: bytes | None = pseudonym_key()
 
     def __post_init__(self):
@@ -85,9 +88,18 @@ class LDAConfig:
         if abs(self.w_icd + self.w_age - 1.0) > 1e-9:
             raise ParameterError("w_icd", f"w_icd + w_age must be 1, got "
                                           f"{self.w_icd} + {self.w_age}")
-        if self.age_block and not self.shared_code_bonus:
-            raise ParameterError("age_block", "prices ages in the shared-code bonus's "
-                                 "growth: set shared_code_bonus above 0 as well")
+        self._check_age_block()
         if self.member_weighted and self.alignment != "a-gs":
             raise ParameterError("member_weighted", "member weighting is a reading of A-GS; "
                                  f"alignment={self.alignment!r} has no weights")
+
+    def _check_age_block(self):
+        if not self.age_block:
+            return
+        if not self.shared_code_bonus:
+            raise ParameterError("age_block", "prices ages in the shared-code bonus's "
+                                 "growth: set shared_code_bonus above 0 as well")
+        ages = (self.age_hierarchy or age_hierarchy()).n_leaves(ROOT)
+        if self.age_block >= ages:
+            raise ParameterError("age_block", f"covers every one of the age tree's {ages} "
+                                 "ages, so it would never price a candidate; use fewer")

@@ -17,7 +17,9 @@ With the bonus alone, shared codes outbid ages: the growth gathers patients of o
 category decades apart and their ages rise to ``*``.  ``LDAConfig.age_block`` B prices
 that too: a candidate whose ages would take the cluster's ages out of one node of the
 age tree covering at most B ages (16: a 16-year interval of IV.4.4's tree) costs b more,
-as much as one shared category is worth (``blocked``).
+as much as one shared category is worth (``blocked``).  Once X's ages span more than B
+(its first member's do, or no candidate was left inside), a candidate costs b more if it
+widens them further: a price every candidate paid alike would change no choice.
 """
 
 from __future__ import annotations
@@ -87,10 +89,12 @@ def credited(from_cluster, shared: SharedCategories, bonus: float):
 
 
 def set_lca(tree: EncodedTree, nodes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per non-empty segment ``nodes[offsets[i]:offsets[i + 1]]``, the lowest
+    """Per segment ``nodes[offsets[i]:offsets[i + 1]]`` (none empty), the lowest
     common ancestor of its nodes (Definition 5 over a set)."""
-    anc = tree.anc[np.asarray(nodes, dtype=np.int64)]
     starts = np.asarray(offsets[:-1], dtype=np.int64)
+    if len(starts) and (np.diff(offsets) <= 0).any():
+        raise ValueError("set_lca: a segment is empty; it has no common ancestor")
+    anc = tree.anc[np.asarray(nodes, dtype=np.int64)]
     lo, hi = np.minimum.reduceat(anc, starts, axis=0), np.maximum.reduceat(anc, starts, axis=0)
     # common at a depth implies common at every shallower one, so the common
     # depths are a prefix and the deepest is their count less one
@@ -100,26 +104,29 @@ def set_lca(tree: EncodedTree, nodes: np.ndarray, offsets: np.ndarray) -> np.nda
 
 class AgeSpans:
     """Per input trajectory, the LCA of its ages; and how many ages (leaves of
-    the age tree) the node covering a cluster's X and a candidate spans."""
+    the age tree) X's ages span, alone and with each candidate's."""
 
     def __init__(self, tree: EncodedTree, age: np.ndarray, offsets: np.ndarray):
         self.tree = tree
         self.own = set_lca(tree, age, offsets)
 
-    def leaves(self, x: int | Pairs, candidates: np.ndarray) -> np.ndarray:
+    def leaves(self, x: int | Pairs, candidates: np.ndarray) -> tuple[int, np.ndarray]:
+        """(ages X spans, ages X and each candidate span together); an X whose
+        pairs were all suppressed spans none."""
         theirs = self.own[np.asarray(candidates, dtype=np.int64)]
         if isinstance(x, (int, np.integer)):
             mine = self.own[int(x)]
-        elif len(x) == 0:  # every pair suppressed: no ages to stay close to
-            return self.tree.leaves[theirs]
+        elif len(x) == 0:
+            return 0, self.tree.leaves[theirs]
         else:
             mine = set_lca(self.tree, x.age, np.array([0, len(x)]))[0]
-        return self.tree.leaves[self.tree.lca(mine, theirs)]
+        return int(self.tree.leaves[mine]), self.tree.leaves[self.tree.lca(mine, theirs)]
 
 
 def blocked(cost, spans: AgeSpans, block: int, penalty: float):
     """``cost`` plus ``penalty`` for each candidate whose ages and X's would
-    span more than ``block`` ages (module doc)."""
+    span more than ``block`` ages, or, once X spans more, widen it (module doc)."""
     def priced(x, candidates, members=1):
-        return cost(x, candidates, members) + penalty * (spans.leaves(x, candidates) > block)
+        alone, joint = spans.leaves(x, candidates)
+        return cost(x, candidates, members) + penalty * (joint > max(block, alone))
     return priced

@@ -21,6 +21,7 @@ from anonymizers.longitudinal.shared_codes import (
     category_of,
     set_lca,
 )
+from anonymizers.longitudinal.trajectories import build_trajectories
 from anonymizers.verify.longitudinal import verify_lda
 
 
@@ -59,11 +60,12 @@ def test_a_bonus_that_is_not_a_finite_weight_is_refused(bonus):
         LDAConfig(k=2, shared_code_bonus=bonus)
 
 
-def test_an_age_block_without_the_bonus_is_refused():
+@pytest.mark.parametrize("options", [{"age_block": 16},
+                                     {"shared_code_bonus": 1.0, "age_block": -1},
+                                     {"shared_code_bonus": 1.0, "age_block": 128}])
+def test_an_age_block_without_the_bonus_or_beyond_the_tree_is_refused(options):
     with pytest.raises(ParameterError, match="age_block"):
-        LDAConfig(k=2, age_block=16)
-    with pytest.raises(ParameterError, match="age_block"):
-        LDAConfig(k=2, shared_code_bonus=1.0, age_block=-1)
+        LDAConfig(k=2, **options)
 
 
 def test_a_tree_without_a_category_level_is_refused():
@@ -111,12 +113,13 @@ def _age_tree(ages):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.lists(st.integers(1, 128), min_size=1, max_size=6), min_size=1,
-                max_size=6), st.lists(st.integers(1, 128), max_size=5))
-def test_an_age_span_is_the_plain_lca_of_the_ages(trajectories, x_ages):
-    """``set_lca`` and ``AgeSpans`` against folding Definition 5's pairwise LCA."""
+@given(st.lists(st.lists(st.integers(0, 130), min_size=1, max_size=6), min_size=1,
+                max_size=6), st.lists(st.integers(0, 10**6), max_size=5))
+def test_an_age_span_is_the_plain_lca_of_the_ages(trajectories, x_picks):
+    """``set_lca`` and ``AgeSpans`` against folding Definition 5's pairwise LCA,
+    ages outside 1..128 (released as ``*``) and an X of any node included."""
     flat = [a for t in trajectories for a in t]
-    tree, ids = _age_tree(flat + x_ages)
+    tree, ids = _age_tree(flat)
     offsets = np.concatenate([[0], np.cumsum([len(t) for t in trajectories])]).astype(np.int64)
 
     def folded(nodes):
@@ -125,21 +128,61 @@ def test_an_age_span_is_the_plain_lca_of_the_ages(trajectories, x_ages):
             out = int(tree.lca(out, v))
         return out
     own = [folded(ids[offsets[i]:offsets[i + 1]]) for i in range(len(trajectories))]
-    assert set_lca(tree, ids[:offsets[-1]], offsets).tolist() == own
-    spans, everyone = AgeSpans(tree, ids[:offsets[-1]], offsets), np.arange(len(trajectories))
-    x_ids = ids[offsets[-1]:]
+    assert set_lca(tree, ids, offsets).tolist() == own
+    spans, everyone = AgeSpans(tree, ids, offsets), np.arange(len(trajectories))
+    x_ids = np.array([pick % tree.n_nodes for pick in x_picks], dtype=np.int64)
     x = Pairs(np.zeros(len(x_ids), dtype=np.int64), x_ids, np.zeros(len(x_ids), bool),
               np.zeros(len(x_ids), bool))
-    want = [tree.leaves[folded(list(x_ids) + [o])] for o in own]
-    assert spans.leaves(x, everyone).tolist() == want
-    assert spans.leaves(0, everyone).tolist() == [tree.leaves[folded([own[0], o])] for o in own]
+    alone, joint = spans.leaves(x, everyone)
+    if len(x_ids):
+        assert alone == tree.leaves[folded(list(x_ids))]
+        assert joint.tolist() == [tree.leaves[folded(list(x_ids) + [o])] for o in own]
+    else:
+        assert alone == 0 and joint.tolist() == [tree.leaves[o] for o in own]
+    alone, joint = spans.leaves(0, everyone)
+    assert joint.tolist() == [tree.leaves[folded([own[0], o])] for o in own]
+
+
+def test_an_empty_segment_has_no_common_ancestor():
+    tree, ids = _age_tree([30, 31])
+    with pytest.raises(ValueError, match="empty"):
+        set_lca(tree, ids, np.array([0, 1, 1, 2]))
 
 
 def test_an_age_block_spans_16_ages_on_the_thesis_tree():
     tree, ids = _age_tree([33, 48, 49, 64, 65])
     offsets = np.arange(6)
     spans = AgeSpans(tree, ids, offsets)
-    assert spans.leaves(0, np.arange(5)).tolist() == [1, 16, 32, 32, 128]  # 33-48, 33-64, then *: 65 is in 65-128
+    assert spans.leaves(0, np.arange(5))[1].tolist() == [1, 16, 32, 32, 128]  # 33-48, 33-64, then *: 65 is in 65-128
+
+
+def _priced(rows, bonus, block):
+    """Growth's cost with A-GS's own part set to zero: what the bonus and the
+    block add, per candidate."""
+    df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+    config = LDAConfig(k=2, seed=0, shared_code_bonus=bonus, age_block=block)
+    traj = build_trajectories(df, "t")
+    trees, icd, age, _ = framework._encode(traj, config)
+    return framework._growth_cost(lambda x, c, m=1: np.zeros(len(c)), trees, icd, age,
+                                  traj, config)
+
+
+def test_leaving_the_block_costs_one_shared_category():
+    # p0 at 30 (block 17-32); p1 shares 401 inside it, p2 shares 401 outside
+    # it (30..50 span 1-64), p3 shares nothing inside it, p4 nothing outside
+    rows = [("p0", "4011", 30), ("p1", "4019", 31), ("p2", "4011", 50),
+            ("p3", "25000", 31), ("p4", "25000", 50)]
+    cost = _priced(rows, bonus=3.0, block=16)
+    assert cost(0, np.arange(1, 5)).tolist() == [-3.0, 0.0, 0.0, 3.0]
+
+
+def test_once_the_cluster_spans_more_than_the_block_only_widening_it_costs():
+    # p0's own ages 40 and 60 span 33-64: p1 (35) stays inside, p2 (20) widens
+    # it to 1-64, p3 (70) to every age
+    rows = [("p0", "4011", 40), ("p0", "25000", 60), ("p1", "4011", 35),
+            ("p2", "7807", 20), ("p3", "7807", 70)]
+    cost = _priced(rows, bonus=2.0, block=16)
+    assert cost(0, np.arange(1, 4)).tolist() == [-2.0, 2.0, 2.0]
 
 
 def _cohort() -> pd.DataFrame:
