@@ -4,7 +4,8 @@ Writes ``{"k": K, "records": [{"patient_id": ..., "trajectory": [[code, age], ..
 "metrics": {...}}``.  Patient ids in the output are fresh pseudonyms drawn
 under the key of ``--pseudonym-key-file``, or under a fresh key nobody keeps
 (``anonymizers.cli.options``; ``metrics["pseudonyms"]`` says which), not
-from ``--seed``, which draws the clustering and is recorded in ``metrics``;
+from ``--seed``, which draws the clustering and is recorded in ``metrics``,
+as are the opt-in deviations from the thesis used (``deviations_from_thesis``);
 the map back to the input ids is written only if ``--map`` names a file
 (keep it private).  The independent
 verifier re-checks the release before anything is written (``--no-verify``
@@ -73,7 +74,8 @@ def run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result.metrics.update(clean.metrics(args.code_system))
-    result.metrics.update(seed=config.seed, pseudonyms=key.drawn)
+    result.metrics.update(seed=config.seed, pseudonyms=key.drawn,
+                          deviations_from_thesis=config.deviations())
     if args.verify:
         from anonymizers.verify.longitudinal import verify_lda
         verdict = verify_lda(result.records, result.pseudonym_map, pairs, config.k,

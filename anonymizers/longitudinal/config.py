@@ -11,6 +11,8 @@ from anonymizers.hierarchy import ROOT, Hierarchy
 from anonymizers.longitudinal.hierarchies import age_hierarchy
 
 ALIGNMENTS = ("a-gs", "baseline")
+#: the fields that are not the thesis' algorithm (docs/methods/lda.md, opt-in deviations)
+OPT_IN = ("member_weighted", "refine_rounds", "shared_code_bonus", "age_block")
 ICD_DOMAINS = ("data", "hierarchy")
 
 
@@ -92,6 +94,10 @@ class LDAConfig:
         if self.member_weighted and self.alignment != "a-gs":
             raise ParameterError("member_weighted", "member weighting is a reading of A-GS; "
                                  f"alignment={self.alignment!r} has no weights")
+
+    def deviations(self) -> dict:
+        """The ``OPT_IN`` fields this config turns on, with their values."""
+        return {name: getattr(self, name) for name in OPT_IN if getattr(self, name)}
 
     def _check_age_block(self):
         if not self.age_block:

@@ -70,6 +70,16 @@ def test_baseline_and_weights(pairs_csv, tmp_path):
     assert json.loads(out.read_text())["metrics"]["alignment"] == "baseline"
 
 
+def test_the_release_names_the_opt_in_deviations_it_used(pairs_csv, tmp_path):
+    out = tmp_path / "out.json"
+    base = ["lda", "--k", "2", "--seed", "1", "--input", str(pairs_csv), "--output", str(out)]
+    assert main(base) == 0
+    assert json.loads(out.read_text())["metrics"]["deviations_from_thesis"] == {}
+    assert main([*base, "--shared-code-bonus", "2", "--age-block", "16"]) == 0
+    assert json.loads(out.read_text())["metrics"]["deviations_from_thesis"] == {
+        "shared_code_bonus": 2.0, "age_block": 16}
+
+
 @pytest.mark.parametrize("args,message", [
     (["--k", "0"], "parameter 'k'"),
     (["--k", "2", "--w-icd", "0.7"], "w_icd + w_age must be 1"),

@@ -73,6 +73,12 @@ def test_the_method_gets_the_deviations(monkeypatch, tmp_path):
     assert seen["config"].shared_code_bonus == 0.0 and seen["config"].age_block == 0
 
 
+def test_every_opt_in_field_has_its_words():
+    from anonymizers.longitudinal.config import OPT_IN
+
+    assert set(method.DEVIATION_WORDS) == set(OPT_IN)
+
+
 def test_the_metrics_name_the_deviations_a_run_uses():
     assert method.deviations(BASE) == {}
     assert method.deviations({**BASE, "member_weighted": False, "refine_rounds": 0,

@@ -26,6 +26,8 @@ carry (``published_share``, ``stale_pairs``).
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
 from anonymizers.codesystems import CATEGORY_PATTERN
@@ -105,13 +107,12 @@ DEVIATION_WORDS = {
 
 
 def deviations(params) -> dict:
-    """The deviations from the thesis' algorithm a run uses: each name ->
-    its value (``member_weighted`` true; ``refine_rounds``, ``shared_code_bonus`` or
-    ``age_block`` above 0)."""
-    used = {"member_weighted": bool(params.get("member_weighted", False)),
-            "refine_rounds": int(params.get("refine_rounds", 0)),
-            "shared_code_bonus": float(params.get("shared_code_bonus", 0.0)),
-            "age_block": int(params.get("age_block", 0))}
+    """The deviations from the thesis' algorithm a run uses (``LDAConfig``'s
+    ``OPT_IN`` fields away from their defaults): each name -> its value."""
+    from anonymizers.longitudinal.config import OPT_IN, LDAConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(LDAConfig) if f.name in OPT_IN}
+    used = {name: type(default)(params.get(name, default)) for name, default in defaults.items()}
     return {name: value for name, value in used.items() if value}
 
 
