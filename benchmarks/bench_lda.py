@@ -37,7 +37,8 @@ w_ICD on two SynPUF cohorts (about 10 minutes) into ``results/lda_weights.json``
 ``--shared-codes`` runs the opt-in shared-code bonus on the SynPUF code selections of
 TestB and of Sample 1's 2010 inpatient claims (``sample1_pairs``, kept in
 benchmarks/data) into ``results/lda_shared_codes.json``; ``--age-block`` adds the
-opt-in 16-year age block to it on the same cohorts into ``results/lda_age_block.json``.
+opt-in 16-year age block and the look-ahead to it on the same cohorts into
+``results/lda_age_block.json``.
 """
 
 from __future__ import annotations
@@ -349,6 +350,7 @@ def shared_code_bonus() -> dict:
 
 AGE_BLOCK = 16  # the thesis' "16 years or finer" figure's interval
 BLOCK_BONUSES = (2.0, 4.0, 8.0)
+LOOKAHEAD = 20
 
 
 def age_block() -> dict:
@@ -356,9 +358,11 @@ def age_block() -> dict:
     "Codes and ages together"): each SynPUF code selection of Sample 1's 2010
     inpatient claims and of TestB at the thesis setting, with the bonus alone
     (b = 4), with each of ``BLOCK_BONUSES`` and a 16-year block, and the
-    release-file setting with b = 4 and the block; the D_50 cohorts also over
-    ``WEIGHT_SEEDS`` at b = 4 and 8."""
+    release-file setting with b = 4 and the block, and b = 4 with the block and
+    a look-ahead of ``LOOKAHEAD``; the D_50 cohorts also over ``WEIGHT_SEEDS`` at
+    b = 4 and 8, and with the look-ahead over two more seeds."""
     block = {"age_block": AGE_BLOCK}
+    ahead = {"shared_code_bonus": 4.0, **block, "lookahead": LOOKAHEAD}
     out = {}
     for source, pairs in (("sample1_2010", sample1_pairs()), ("testb", synpuf_pairs())):
         for name, cohort_pairs in synpuf_cohorts(pairs).items():
@@ -366,11 +370,14 @@ def age_block() -> dict:
                     **{f"bonus={b} age_block=16": {"shared_code_bonus": b, **block}
                        for b in BLOCK_BONUSES},
                     "release_file+bonus=4.0 age_block=16": {
-                        **RELEASE_FILE, "shared_code_bonus": 4.0, **block}}
+                        **RELEASE_FILE, "shared_code_bonus": 4.0, **block},
+                    f"bonus=4.0 age_block=16 lookahead={LOOKAHEAD}": ahead}
             if name == "synpuf_d50":
                 runs |= {f"bonus={b} age_block=16 seed={seed}": {
                     "shared_code_bonus": b, **block, "seed": seed}
                     for b in (4.0, 8.0) for seed in WEIGHT_SEEDS if seed != SEED}
+                runs |= {f"bonus=4.0 age_block=16 lookahead={LOOKAHEAD} seed={seed}": {
+                    **ahead, "seed": seed} for seed in WEIGHT_SEEDS[1:3]}
             plain = cohort_pairs.drop(columns="service_date")
             out[f"{source}.{name}"] = {
                 "data": describe(cohort_pairs),

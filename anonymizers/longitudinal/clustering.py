@@ -33,17 +33,21 @@ Grow = Callable[[int, np.ndarray, int], Cluster]
 
 
 def mdav(n: int, k: int, distance: Distance, keys: np.ndarray,
-         rng: np.random.Generator, grow: Grow) -> list[Cluster]:
+         rng: np.random.Generator, grow: Grow,
+         first: Callable[[np.ndarray], int] | None = None) -> list[Cluster]:
     """Partition trajectories 0..n-1 into clusters of k to 2k-1 (n >= k).
 
     ``grow(r, candidates, m)`` forms the cluster of ``r`` and ``m`` of the
-    ``candidates`` (ascending indices)."""
+    ``candidates`` (ascending indices).  ``first(remaining)``, when given,
+    picks ``r`` instead of MDAV's farthest-from-the-mode (an opt-in)."""
     alive = np.ones(n, dtype=bool)
     clusters = []
     while alive.any():
         rem = np.flatnonzero(alive)
         if k == 1:  # every trajectory is its own cluster; MDAV would find the same
             r = int(rem[0])
+        elif first is not None:
+            r = int(first(rem))
         else:
             c = _mode(rem, keys, rng)
             r = int(rem[np.argmax(distance(c, rem))])
@@ -101,6 +105,26 @@ def greedy(original: Callable[[int], Pairs], align: Aligner, from_cluster: FromC
         for _ in range(m):
             costs = from_cluster(cluster.x, left, len(cluster.members))
             pick = int(np.argmin(costs))  # first of ties
+            cluster.add(int(left[pick]))
+            left = np.delete(left, pick)
+        return cluster.freeze()
+    return grow
+
+
+def lookahead(original: Callable[[int], Pairs], align: Aligner, from_cluster: FromCluster,
+              score: Callable[[Pairs], float], shortlist: int) -> Grow:
+    """Opt-in, not in IV.3.2: ``greedy`` that aligns X with each of its
+    ``shortlist`` cheapest candidates and adds the one whose new X scores
+    highest (the cheapest of those tied); shared_codes.kept_score is the score."""
+    def grow(r: int, candidates: np.ndarray, m: int) -> Cluster:
+        cluster = Growing(r, original, align)
+        left = np.asarray(candidates)
+        for _ in range(m):
+            costs = from_cluster(cluster.x, left, len(cluster.members))
+            ranked = np.argsort(costs, kind="stable")[:shortlist]  # first of ties first
+            scores = [score(align(cluster.x, original(int(left[c])), cluster.ilm, cluster.alm,
+                                  len(cluster.members)).trajectory) for c in ranked]
+            pick = int(ranked[int(np.argmax(scores))])  # first of the best: the cheapest
             cluster.add(int(left[pick]))
             left = np.delete(left, pick)
         return cluster.freeze()

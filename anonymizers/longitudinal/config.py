@@ -12,7 +12,7 @@ from anonymizers.longitudinal.hierarchies import age_hierarchy
 
 ALIGNMENTS = ("a-gs", "baseline")
 #: the fields that are not the thesis' algorithm (docs/methods/lda.md, opt-in deviations)
-OPT_IN = ("member_weighted", "refine_rounds", "shared_code_bonus", "age_block")
+OPT_IN = ("member_weighted", "refine_rounds", "shared_code_bonus", "age_block", "lookahead")
 ICD_DOMAINS = ("data", "hierarchy")
 
 
@@ -83,6 +83,13 @@ class LDAConfig:
         "binary tree) costs shared_code_bonus more, so clusters share codes and close ages "
         "(anonymizers/longitudinal/shared_codes.py; benchmarks/lda.md).  0 is off; at "
         "most the tree's ages less one.")
+    lookahead: int = param(
+        0, kind="int", minimum=0, maximum=1000,
+        doc="Opt-in with age_block, not in the thesis: growth aligns the cluster with this "
+        "many of its cheapest candidates and adds the one whose release keeps the most codes "
+        "at 3-digit level or finer (and ages within the block), and each cluster starts from "
+        "the longest trajectory left (anonymizers/longitudinal/shared_codes.py; "
+        "benchmarks/lda.md).  0 is off.")
     pseudonym_key: bytes | None = pseudonym_key()
 
     def __post_init__(self):
@@ -100,6 +107,9 @@ class LDAConfig:
         return {name: getattr(self, name) for name in OPT_IN if getattr(self, name)}
 
     def _check_age_block(self):
+        if self.lookahead and not self.age_block:
+            raise ParameterError("lookahead", "scores codes and ages within the age block: "
+                                 "set age_block (and shared_code_bonus) as well")
         if not self.age_block:
             return
         if not self.shared_code_bonus:

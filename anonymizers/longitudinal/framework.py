@@ -16,7 +16,7 @@ from anonymizers.longitudinal import hierarchies as hz
 from anonymizers.longitudinal import shared_codes
 from anonymizers.longitudinal.alignment import Pairs, Trees, ags, baseline
 from anonymizers.longitudinal.batch import CostModel, Encoded, ags_costs, baseline_costs
-from anonymizers.longitudinal.clustering import greedy, mdav, trajectory_keys
+from anonymizers.longitudinal.clustering import greedy, lookahead, mdav, trajectory_keys
 from anonymizers.longitudinal.config import LDAConfig
 from anonymizers.longitudinal.loss import pair_loss
 from anonymizers.longitudinal.refine import refine
@@ -65,8 +65,8 @@ def lda(pairs: pd.DataFrame, config: LDAConfig, source: str = "pairs") -> LDARes
         span = slice(traj.offsets[t], traj.offsets[t + 1])
         return Pairs.original(icd[span], age[span])
 
-    grow = greedy(original, align, _growth_cost(distance, trees, icd, age, traj, config))
-    clusters = mdav(traj.n, config.k, distance, keys, rng, grow)
+    grow, first = _growth(original, align, distance, trees, icd, age, traj, config)
+    clusters = mdav(traj.n, config.k, distance, keys, rng, grow, first)
     if config.refine_rounds:
         clusters = refine(clusters, config.k, config.refine_rounds, grow, distance,
                           partial(_cluster_loss, traj=traj, trees=trees, icd=icd, age=age,
@@ -96,6 +96,17 @@ def _encode(traj: Trajectories, config: LDAConfig):
     if config.icd_domain == "data":
         icd_tree = hz.data_domain(icd_tree, icd)
     return Trees(icd_tree, age_tree), icd, age, unknown
+
+
+def _growth(original, align, distance, trees, icd, age, traj, config):
+    """IV.3.2's greedy growth and MDAV's first member, or the opt-in look-ahead
+    and its longest-first member (shared_codes)."""
+    cost = _growth_cost(distance, trees, icd, age, traj, config)
+    if not config.lookahead:
+        return greedy(original, align, cost), None
+    score = shared_codes.kept_score(trees.icd, trees.age, config.age_block)
+    return (lookahead(original, align, cost, score, config.lookahead),
+            shared_codes.longest(np.diff(traj.offsets)))
 
 
 def _growth_cost(distance, trees, icd, age, traj, config):

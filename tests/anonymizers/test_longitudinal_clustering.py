@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anonymizers.longitudinal.clustering import Cluster, mdav, trajectory_keys
+from anonymizers.longitudinal.alignment import Aligned, Pairs
+from anonymizers.longitudinal.clustering import Cluster, lookahead, mdav, trajectory_keys
 
 
 def line_distance(points):
@@ -58,3 +59,39 @@ def test_identical_trajectories_share_a_key():
     icd = np.array([1, 2, 1, 2, 2, 1])
     age = np.array([5, 6, 5, 6, 6, 5])
     assert trajectory_keys(icd, age, np.array([0, 2, 4, 5, 6])).tolist() == [0, 0, 1, 2]
+
+
+def test_a_given_first_member_replaces_mdav_s_farthest():
+    d = line_distance([0, 1, 2, 10, 11, 12])
+    firsts = []
+
+    def first(remaining):
+        firsts.append(list(remaining))
+        return remaining[-1]
+    clusters = mdav(6, 3, d, np.zeros(6, dtype=np.int64), np.random.default_rng(0),
+                    nearest(d), first)
+    assert [c.members[0] for c in clusters] == [5, 2]
+    assert firsts == [[0, 1, 2, 3, 4, 5], [0, 1, 2]]
+
+
+def _one_pair(t: int) -> Pairs:
+    return Pairs(np.array([t]), np.array([t]), np.zeros(1, bool), np.zeros(1, bool))
+
+
+def _keep_candidate(x, y, ilm, alm, members):
+    """An 'alignment' whose X is the candidate's one pair: the score sees who joined."""
+    return Aligned(y, 0.0, 0.0, np.array([[0, 0]]))
+
+
+def test_the_lookahead_adds_the_best_scoring_of_its_shortlist():
+    # costs rank candidates 1 < 2 < 3 < 4; scores: 3 best, 4 better still but
+    # outside a shortlist of three; 1 and 2 tie below 3
+    cost = {1: 0.1, 2: 0.2, 3: 0.3, 4: 0.4}
+    score = {0: 0.0, 1: 1.0, 2: 1.0, 3: 2.0, 4: 9.0}
+    grow = lookahead(_one_pair, _keep_candidate,
+                     lambda x, cands, m: np.array([cost[int(c)] for c in cands]),
+                     lambda x: score[int(x.icd[0])], shortlist=3)
+    assert grow(0, np.array([1, 2, 3, 4]), 1).members.tolist() == [0, 3]
+    score[3] = 0.5  # now 1 and 2 tie at the best: the cheaper, 1
+    assert grow(0, np.array([1, 2, 3, 4]), 1).members.tolist() == [0, 1]
+    assert grow(0, np.array([4]), 1).members.tolist() == [0, 4]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from anonymizers.errors import ParameterError
 from anonymizers.hierarchy import from_parent_map
-from anonymizers.longitudinal import LDAConfig, framework, lda
+from anonymizers.longitudinal import LDAConfig, framework, lda, shared_codes
 from anonymizers.longitudinal import hierarchies as hz
 from anonymizers.longitudinal.alignment import Pairs
 from anonymizers.longitudinal.framework import NothingToRelease
@@ -62,7 +62,8 @@ def test_a_bonus_that_is_not_a_finite_weight_is_refused(bonus):
 
 @pytest.mark.parametrize("options", [{"age_block": 16},
                                      {"shared_code_bonus": 1.0, "age_block": -1},
-                                     {"shared_code_bonus": 1.0, "age_block": 128}])
+                                     {"shared_code_bonus": 1.0, "age_block": 128},
+                                     {"shared_code_bonus": 1.0, "lookahead": 5}])
 def test_an_age_block_without_the_bonus_or_beyond_the_tree_is_refused(options):
     with pytest.raises(ParameterError, match="age_block"):
         LDAConfig(k=2, **options)
@@ -234,21 +235,47 @@ def test_the_age_block_keeps_the_code_and_the_ages_the_bonus_alone_spreads():
         assert verify_lda(result.records, result.pseudonym_map, df, 5).ok
 
 
+def test_the_lookahead_grows_from_the_longest_trajectory_left(monkeypatch):
+    """The framework wires the look-ahead in: clusters start from the longest
+    trajectory left, and growth scores each of the shortlist's alignments."""
+    rows = [(f"p{i}", code, 60 + i) for i in range(10)
+            for code in (["4011", "25000", "2724"][: 1 + i % 3])]
+    df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+    firsts, scored = [], []
+    real_first, real_score = shared_codes.longest, shared_codes.kept_score
+
+    def spy_first(lengths):
+        pick = real_first(lengths)
+        return lambda remaining: firsts.append(int(lengths[pick(remaining)])) or pick(remaining)
+
+    def spy_score(*args):
+        score = real_score(*args)
+        return lambda x: scored.append(len(x)) or score(x)
+    monkeypatch.setattr(shared_codes, "longest", spy_first)
+    monkeypatch.setattr(shared_codes, "kept_score", spy_score)
+    result = lda(df, LDAConfig(k=5, seed=0, shared_code_bonus=1.0, age_block=16, lookahead=3))
+    assert firsts == [3, 3] and scored  # the two clusters start from 3-pair patients
+    assert verify_lda(result.records, result.pseudonym_map, df, 5).ok
+    firsts.clear()
+    lda(df, LDAConfig(k=5, seed=0, shared_code_bonus=1.0, age_block=16))
+    assert firsts == []
+
+
 pair = st.tuples(st.sampled_from(CODES + ["E9500", "V154"]), st.integers(0, 130))
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(pair, min_size=1, max_size=8), min_size=2, max_size=14),
        st.integers(2, 4), st.sampled_from([0.25, 1.0, 5.0]), st.booleans(), st.integers(0, 2),
-       st.sampled_from([0, 1, 4, 16]))
+       st.sampled_from([0, 1, 4, 16]), st.sampled_from([0, 1, 3]))
 def test_a_release_with_the_bonus_passes_the_verifier(trajectories, k, bonus, weighted, rounds,
-                                                      block):
+                                                      block, ahead):
     if len(trajectories) < k:
         return
     rows = [(f"id{i}", c, a) for i, t in enumerate(trajectories) for c, a in t]
     df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
     config = LDAConfig(k=k, seed=0, shared_code_bonus=bonus, member_weighted=weighted,
-                       refine_rounds=rounds, age_block=block)
+                       refine_rounds=rounds, age_block=block, lookahead=ahead if block else 0)
     try:
         result = lda(df, config)
     except NothingToRelease as exc:  # checked: the withheld release is all ('*', '*')

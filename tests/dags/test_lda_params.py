@@ -39,7 +39,8 @@ def test_a_code_billed_twice_at_one_age_is_one_pair(tmp_path):
 
 
 def test_the_deviations_are_release_parameters_checked_before_a_run():
-    for name in ("member_weighted", "refine_rounds", "shared_code_bonus", "age_block"):
+    for name in ("member_weighted", "refine_rounds", "shared_code_bonus", "age_block",
+                 "lookahead"):
         assert name in method.PARAMS, name
     check_params("lda", {**BASE, "member_weighted": True, "refine_rounds": 2})
     with pytest.raises(ValueError, match="refine_rounds"):
@@ -51,6 +52,9 @@ def test_the_deviations_are_release_parameters_checked_before_a_run():
         check_params("lda", {**BASE, "age_block": 16})
     with pytest.raises(ValueError, match="age_block"):
         check_params("lda", {**BASE, "shared_code_bonus": 4.0, "age_block": -16})
+    check_params("lda", {**BASE, "shared_code_bonus": 4.0, "age_block": 16, "lookahead": 20})
+    with pytest.raises(ValueError, match="lookahead: .*age_block"):
+        check_params("lda", {**BASE, "shared_code_bonus": 4.0, "lookahead": 20})
 
 
 def test_the_method_gets_the_deviations(monkeypatch, tmp_path):
@@ -64,13 +68,15 @@ def test_the_method_gets_the_deviations(monkeypatch, tmp_path):
     pairs = method._pairs(_claims(tmp_path), {})
     with pytest.raises(RuntimeError, match="stop"):
         method._lda(pairs, {**BASE, "member_weighted": True, "refine_rounds": 3,
-                            "shared_code_bonus": 1.5, "age_block": 16})
+                            "shared_code_bonus": 1.5, "age_block": 16, "lookahead": 5})
     assert seen["config"].member_weighted and seen["config"].refine_rounds == 3
     assert seen["config"].shared_code_bonus == 1.5 and seen["config"].age_block == 16
+    assert seen["config"].lookahead == 5
     with pytest.raises(RuntimeError, match="stop"):
         method._lda(pairs, BASE)
     assert not seen["config"].member_weighted and seen["config"].refine_rounds == 0
     assert seen["config"].shared_code_bonus == 0.0 and seen["config"].age_block == 0
+    assert seen["config"].lookahead == 0
 
 
 def test_every_opt_in_field_has_its_words():

@@ -39,7 +39,8 @@ TITLE = "LDA (longitudinal ICD-age trajectories)"
 PARAMS = {
     # the form's one weight: w_Age = 1 - w_ICD (Definition 4's pair summing to 1)
     **form.params("lda", ["k", "w_icd", "alignment", "icd_domain", "member_weighted",
-                          "refine_rounds", "shared_code_bonus", "age_block", "seed"],
+                          "refine_rounds", "shared_code_bonus", "age_block", "lookahead",
+                          "seed"],
                   limits={"w_icd": {"maximum": 1}}),
     "lda_codes": {"type": "array", "items": {"type": "string",
                                              "pattern": CATEGORY_PATTERN},
@@ -64,7 +65,7 @@ def check(params) -> None:
 
     try:
         LDAConfig(k=params["k"], shared_code_bonus=params.get("shared_code_bonus", 0.0),
-                  age_block=params.get("age_block", 0))
+                  age_block=params.get("age_block", 0), lookahead=params.get("lookahead", 0))
     except ParameterError as exc:
         raise ValueError(f"{exc.field}: {exc.problem}") from None
 
@@ -92,7 +93,8 @@ def _lda(pairs: pd.DataFrame, params):
         member_weighted=params.get("member_weighted", False),
         refine_rounds=params.get("refine_rounds", 0),
         shared_code_bonus=params.get("shared_code_bonus", 0.0),
-        age_block=params.get("age_block", 0), pseudonym_key=pseudonym_key(),
+        age_block=params.get("age_block", 0), lookahead=params.get("lookahead", 0),
+        pseudonym_key=pseudonym_key(),
         code_system=params.get("code_system", "icd9cm")))
 
 
@@ -103,7 +105,10 @@ DEVIATION_WORDS = {
     "shared_code_bonus": "cluster growth credits each code a candidate shares with the "
                          "cluster at 3-digit level, IV.3.2 ranks by A-GS cost alone",
     "age_block": "cluster growth charges the shared-code bonus for a candidate whose ages "
-                 "leave the cluster's age block, IV.3.2 ranks by A-GS cost alone"}
+                 "leave the cluster's age block, IV.3.2 ranks by A-GS cost alone",
+    "lookahead": "cluster growth aligns the cheapest candidates and adds the one keeping the "
+                 "most codes and ages, from the longest trajectory left; IV.3.2 adds the "
+                 "cheapest, from MDAV's farthest"}
 
 
 def deviations(params) -> dict:
