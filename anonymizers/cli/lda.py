@@ -4,7 +4,8 @@ Writes ``{"k": K, "records": [{"patient_id": ..., "trajectory": [[code, age], ..
 "metrics": {...}}``.  Patient ids in the output are fresh pseudonyms drawn
 under the key of ``--pseudonym-key-file``, or under a fresh key nobody keeps
 (``anonymizers.cli.options``; ``metrics["pseudonyms"]`` says which), not
-from ``--seed``, which draws the clustering and is recorded in ``metrics``,
+from ``--seed``, which draws the clustering (none with ``--lookahead``) and is
+recorded in ``metrics``,
 as are the opt-in deviations from the thesis used (``deviations_from_thesis``);
 the map back to the input ids is written only if ``--map`` names a file
 (keep it private).  The independent

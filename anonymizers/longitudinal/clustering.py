@@ -112,21 +112,29 @@ def greedy(original: Callable[[int], Pairs], align: Aligner, from_cluster: FromC
 
 
 def lookahead(original: Callable[[int], Pairs], align: Aligner, from_cluster: FromCluster,
-              score: Callable[[Pairs], float], shortlist: int) -> Grow:
+              score: Callable[[Pairs], float], shortlist: int,
+              trial: Aligner | None = None) -> Grow:
     """Opt-in, not in IV.3.2: ``greedy`` that aligns X with each of its
-    ``shortlist`` cheapest candidates and adds the one whose new X scores
+    ``shortlist`` (>= 1) cheapest candidates through ``trial`` (default
+    ``align``; a counting wrapper, say) and adds the one whose new X scores
     highest (the cheapest of those tied); shared_codes.kept_score is the score."""
+    if shortlist < 1:
+        raise ValueError("lookahead: the shortlist needs at least one candidate")
+    trial = trial or align
+
     def grow(r: int, candidates: np.ndarray, m: int) -> Cluster:
         cluster = Growing(r, original, align)
         left = np.asarray(candidates)
         for _ in range(m):
             costs = from_cluster(cluster.x, left, len(cluster.members))
             ranked = np.argsort(costs, kind="stable")[:shortlist]  # first of ties first
-            scores = [score(align(cluster.x, original(int(left[c])), cluster.ilm, cluster.alm,
-                                  len(cluster.members)).trajectory) for c in ranked]
-            pick = int(ranked[int(np.argmax(scores))])  # first of the best: the cheapest
-            cluster.add(int(left[pick]))
-            left = np.delete(left, pick)
+            if len(ranked) > 1:
+                scores = [score(trial(cluster.x, original(int(left[c])), cluster.ilm,
+                                      cluster.alm, len(cluster.members)).trajectory)
+                          for c in ranked]
+                ranked = ranked[[int(np.argmax(scores))]]  # first of the best: the cheapest
+            cluster.add(int(left[ranked[0]]))
+            left = np.delete(left, ranked[0])
         return cluster.freeze()
     return grow
 

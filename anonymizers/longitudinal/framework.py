@@ -65,7 +65,7 @@ def lda(pairs: pd.DataFrame, config: LDAConfig, source: str = "pairs") -> LDARes
         span = slice(traj.offsets[t], traj.offsets[t + 1])
         return Pairs.original(icd[span], age[span])
 
-    grow, first = _growth(original, align, distance, trees, icd, age, traj, config)
+    grow, first = _growth(original, align, distance, n_calls, trees, icd, age, traj, config)
     clusters = mdav(traj.n, config.k, distance, keys, rng, grow, first)
     if config.refine_rounds:
         clusters = refine(clusters, config.k, config.refine_rounds, grow, distance,
@@ -98,14 +98,19 @@ def _encode(traj: Trajectories, config: LDAConfig):
     return Trees(icd_tree, age_tree), icd, age, unknown
 
 
-def _growth(original, align, distance, trees, icd, age, traj, config):
+def _growth(original, align, distance, n_calls, trees, icd, age, traj, config):
     """IV.3.2's greedy growth and MDAV's first member, or the opt-in look-ahead
-    and its longest-first member (shared_codes)."""
+    and its longest-first member (shared_codes); the look-ahead's trial
+    alignments are counted in ``n_calls``."""
     cost = _growth_cost(distance, trees, icd, age, traj, config)
     if not config.lookahead:
         return greedy(original, align, cost), None
+
+    def trial(*args):
+        n_calls[0] += 1
+        return align(*args)
     score = shared_codes.kept_score(trees.icd, trees.age, config.age_block)
-    return (lookahead(original, align, cost, score, config.lookahead),
+    return (lookahead(original, align, cost, score, config.lookahead, trial),
             shared_codes.longest(np.diff(traj.offsets)))
 
 

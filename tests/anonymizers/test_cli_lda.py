@@ -75,9 +75,9 @@ def test_the_release_names_the_opt_in_deviations_it_used(pairs_csv, tmp_path):
     base = ["lda", "--k", "2", "--seed", "1", "--input", str(pairs_csv), "--output", str(out)]
     assert main(base) == 0
     assert json.loads(out.read_text())["metrics"]["deviations_from_thesis"] == {}
-    assert main([*base, "--shared-code-bonus", "2", "--age-block", "16"]) == 0
+    assert main([*base, "--shared-code-bonus", "2", "--age-block", "16", "--lookahead", "3"]) == 0
     assert json.loads(out.read_text())["metrics"]["deviations_from_thesis"] == {
-        "shared_code_bonus": 2.0, "age_block": 16}
+        "shared_code_bonus": 2.0, "age_block": 16, "lookahead": 3}
 
 
 @pytest.mark.parametrize("args,message", [

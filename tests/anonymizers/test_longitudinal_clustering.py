@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -95,3 +96,21 @@ def test_the_lookahead_adds_the_best_scoring_of_its_shortlist():
     score[3] = 0.5  # now 1 and 2 tie at the best: the cheaper, 1
     assert grow(0, np.array([1, 2, 3, 4]), 1).members.tolist() == [0, 1]
     assert grow(0, np.array([4]), 1).members.tolist() == [0, 4]
+    # two steps: once 3 is taken, 4 enters the shortlist and wins
+    score[3] = 2.0
+    assert grow(0, np.array([1, 2, 3, 4]), 2).members.tolist() == [0, 3, 4]
+
+
+def test_the_lookahead_counts_its_trials_and_needs_a_shortlist():
+    trials = []
+
+    def trial(*args):
+        trials.append(1)
+        return _keep_candidate(*args)
+    grow = lookahead(_one_pair, _keep_candidate, lambda x, cands, m: np.zeros(len(cands)),
+                     lambda x: 0.0, shortlist=2, trial=trial)
+    grow(0, np.array([1, 2, 3]), 2)
+    assert len(trials) == 4  # two per step; the last candidate left is not tried
+    with pytest.raises(ValueError, match="shortlist"):
+        lookahead(_one_pair, _keep_candidate, lambda x, c, m: np.zeros(len(c)),
+                  lambda x: 0.0, shortlist=0)

@@ -90,8 +90,9 @@ def test_the_metrics_name_the_deviations_a_run_uses():
     assert method.deviations({**BASE, "member_weighted": False, "refine_rounds": 0,
                               "shared_code_bonus": 0.0, "age_block": 0}) == {}
     assert method.deviations({**BASE, "shared_code_bonus": 2}) == {"shared_code_bonus": 2.0}
-    assert method.deviations({**BASE, "shared_code_bonus": 4, "age_block": 16}) == {
-        "shared_code_bonus": 4.0, "age_block": 16}
+    assert method.deviations({**BASE, "shared_code_bonus": 4, "age_block": 16,
+                              "lookahead": 20}) == {
+        "shared_code_bonus": 4.0, "age_block": 16, "lookahead": 20}
     assert method.deviations({**BASE, "member_weighted": True, "refine_rounds": 4}) == {
         "member_weighted": True, "refine_rounds": 4}
     words = method._deviation_metrics({**BASE, "member_weighted": True, "refine_rounds": 4})
