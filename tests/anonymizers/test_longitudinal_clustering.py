@@ -8,7 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from anonymizers.longitudinal.alignment import Aligned, Pairs
-from anonymizers.longitudinal.clustering import Cluster, lookahead, mdav, trajectory_keys
+from anonymizers.longitudinal.clustering import (
+    Cluster,
+    lookahead,
+    mdav,
+    trajectory_keys,
+)
 
 
 def line_distance(points):
