@@ -79,6 +79,8 @@ def test_config_and_schema_refuse_the_same_values_just_outside_the_bounds(method
     kwargs = {**base, field: int(inside) if spec.kind == "int" else inside}
     if method == "lda" and field in ("w_icd", "w_age"):
         kwargs[{"w_icd": "w_age", "w_age": "w_icd"}[field]] = 1 - kwargs[field]
+    if method == "lda" and field == "lookahead":  # it scores within the bonus's age block
+        kwargs.update(shared_code_bonus=1.0, age_block=16)
     if method == "hhp" and field == "min_iterations":
         kwargs["max_iterations"] = max(2, int(inside))
     METHODS[method](**kwargs)  # the bound itself is allowed
