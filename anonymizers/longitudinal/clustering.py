@@ -99,16 +99,8 @@ def greedy(original: Callable[[int], Pairs], align: Aligner, from_cluster: FromC
     """The cluster-forming step of the module doc: ``from_cluster(X, cands,
     members)`` is the alignment cost of X against each candidate.
     ``grow(r, rest, len(rest))`` re-anonymizes a fixed member set."""
-    def grow(r: int, candidates: np.ndarray, m: int) -> Cluster:
-        cluster = Growing(r, original, align)
-        left = np.asarray(candidates)
-        for _ in range(m):
-            costs = from_cluster(cluster.x, left, len(cluster.members))
-            pick = int(np.argmin(costs))  # first of ties
-            cluster.add(int(left[pick]))
-            left = np.delete(left, pick)
-        return cluster.freeze()
-    return grow
+    return _growing(original, align, from_cluster,
+                    lambda cluster, left, costs: int(np.argmin(costs)))  # first of ties
 
 
 def lookahead(original: Callable[[int], Pairs], align: Aligner, from_cluster: FromCluster,
@@ -122,19 +114,26 @@ def lookahead(original: Callable[[int], Pairs], align: Aligner, from_cluster: Fr
         raise ValueError("lookahead: the shortlist needs at least one candidate")
     trial = trial or align
 
+    def best(cluster: Growing, left: np.ndarray, costs: np.ndarray) -> int:
+        ranked = np.argsort(costs, kind="stable")[:shortlist]  # first of ties first
+        if len(ranked) == 1:
+            return int(ranked[0])
+        scores = [score(trial(cluster.x, original(int(left[c])), cluster.ilm, cluster.alm,
+                              len(cluster.members)).trajectory) for c in ranked]
+        return int(ranked[int(np.argmax(scores))])  # first of the best: the cheapest
+    return _growing(original, align, from_cluster, best)
+
+
+def _growing(original, align, from_cluster, choose) -> Grow:
+    """Grow a cluster from ``r`` by ``m`` candidates, each the one
+    ``choose(cluster, left, costs)`` picks among those left."""
     def grow(r: int, candidates: np.ndarray, m: int) -> Cluster:
         cluster = Growing(r, original, align)
         left = np.asarray(candidates)
         for _ in range(m):
-            costs = from_cluster(cluster.x, left, len(cluster.members))
-            ranked = np.argsort(costs, kind="stable")[:shortlist]  # first of ties first
-            if len(ranked) > 1:
-                scores = [score(trial(cluster.x, original(int(left[c])), cluster.ilm,
-                                      cluster.alm, len(cluster.members)).trajectory)
-                          for c in ranked]
-                ranked = ranked[[int(np.argmax(scores))]]  # first of the best: the cheapest
-            cluster.add(int(left[ranked[0]]))
-            left = np.delete(left, ranked[0])
+            pick = choose(cluster, left, from_cluster(cluster.x, left, len(cluster.members)))
+            cluster.add(int(left[pick]))
+            left = np.delete(left, pick)
         return cluster.freeze()
     return grow
 
