@@ -52,6 +52,8 @@ import pandas as pd
 import yaml
 
 from anonymizers.longitudinal import LDAConfig, lda
+from anonymizers.longitudinal.config import OPT_IN
+from anonymizers.longitudinal.hierarchies import AGE_LOW
 from anonymizers.synthetic import SyntheticConfig
 from anonymizers.synthetic_views import category, trajectories
 from anonymizers.verify.longitudinal import verify_lda
@@ -187,7 +189,8 @@ def anonymize(pairs: pd.DataFrame, alignment: str, k: int = K,
                                   **options))
     seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    verdict = verify_lda(result.records, result.pseudonym_map, pairs, k)
+    verdict = verify_lda(result.records, result.pseudonym_map, pairs, k,
+                         code_system=options.get("code_system", "icd9cm"))
     return {"seconds": round(seconds, 2),
             "verify_seconds": round(time.perf_counter() - t0, 2),
             "verifier_ok": verdict.ok, "violations": list(verdict.violations[:3]),
@@ -232,26 +235,94 @@ def kept_bound(pairs: pd.DataFrame, k: int = K) -> float:
     of t and of the k-1 others released like t, so they number at most the
     (k-1)-th largest LCS of t's category sequence with another patient's.
     Ages, and that one group must share one subsequence, are ignored."""
+    seqs, table, lengths, _ = _category_sequences(pairs)
+    if len(seqs) < k:
+        return 0.0
+    kept = 0
+    for t, x in enumerate(seqs):
+        lcs = _lcs_lengths(x, table, lengths)
+        lcs[t] = -1
+        kept += int(np.sort(lcs)[::-1][k - 2]) if k > 1 else len(x)
+    return 100.0 * kept / lengths.sum()
+
+
+def codes_first(pairs: pd.DataFrame, k: int = K, width: int | None = None) -> float:
+    """Percent of ICD values kept at 3-digit or finer by a clustering that
+    looks at codes alone (not LDA, not a bound; benchmarks/lda.md, "Where this
+    leaves the must-show"): MDAV's sizes, each cluster from the longest
+    trajectory left, grown by the candidate sharing the longest common
+    subsequence of 3-digit categories with the cluster's common subsequence so
+    far; a cluster keeps that subsequence for each member and suppresses the
+    rest.  With ``width``, candidates whose ages stay with the cluster's in one
+    ``width``-year node of the age tree come first."""
+    seqs, table, lengths, ages = _category_sequences(pairs)
+    node = [(a - AGE_LOW) // width if width else np.zeros(1, dtype=np.int64) for a in ages]
+    lo, hi = np.array([x.min() for x in node]), np.array([x.max() for x in node])
+    alive, kept = np.ones(len(seqs), dtype=bool), 0
+    while alive.any():
+        rem = np.flatnonzero(alive)
+        r = int(rem[np.argmax(lengths[rem])])
+        common, low, high = seqs[r], lo[r], hi[r]
+        size = len(rem) if len(rem) < 2 * k else k
+        alive[r] = False
+        for _ in range(size - 1):
+            cand = np.flatnonzero(alive)
+            inside = np.minimum(lo[cand], low) == np.maximum(hi[cand], high)
+            score = _lcs_lengths(common, table[cand], lengths[cand]) + inside * table.size
+            c = int(cand[np.argmax(score)])
+            common, low, high = _lcs(common, seqs[c]), min(low, lo[c]), max(high, hi[c])
+            alive[c] = False
+        kept += size * len(common)
+    return 100.0 * kept / lengths.sum()
+
+
+def _category_sequences(pairs: pd.DataFrame):
+    """Each patient's 3-digit category ids in (age, code) order, the same as
+    a table padded with -1, their lengths, and each patient's ages."""
     d = pairs.assign(cat=pairs["code"].map(category))
     d = d.sort_values(["patient_id", "age", "code"], kind="stable")
     codes = np.unique(d["cat"].to_numpy(), return_inverse=True)[1]
-    seqs = [codes[i] for i in d.groupby("patient_id", sort=False).indices.values()]
-    if len(seqs) < k:
-        return 0.0
+    rows = list(d.groupby("patient_id", sort=False).indices.values())
+    seqs = [codes[i] for i in rows]
     lengths = np.array([len(x) for x in seqs])
-    table = np.full((len(seqs), lengths.max()), -1)
+    table = np.full((len(seqs), lengths.max(initial=0)), -1)
     for i, x in enumerate(seqs):
         table[i, :len(x)] = x
-    kept = 0
-    for t, x in enumerate(seqs):  # LCS of t with everyone, one DP row at a time
-        row = np.zeros((len(seqs), table.shape[1] + 1), dtype=np.int64)
-        for c in x:
-            step = np.maximum(row[:, 1:], row[:, :-1] + (table == c))
-            row[:, 1:] = np.maximum.accumulate(step, axis=1)
-        lcs = row[np.arange(len(seqs)), lengths]
-        lcs[t] = -1
-        kept += int(np.sort(lcs)[::-1][k - 2]) if k > 1 else len(x)
-    return 100.0 * kept / len(d)
+    age = d["age"].to_numpy()
+    return seqs, table, lengths, [age[i] for i in rows]
+
+
+def _lcs_step(row: np.ndarray, c, table: np.ndarray) -> np.ndarray:
+    """The next row of the LCS DP of a sequence against every row of
+    ``table`` (``row``: rows x cols+1), after the sequence's value ``c``."""
+    step = np.maximum(row[:, 1:], row[:, :-1] + (table == c))
+    return np.concatenate([row[:, :1], np.maximum.accumulate(step, axis=1)], axis=1)
+
+
+def _lcs_lengths(x: np.ndarray, table: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """LCS length of ``x`` with every row of ``table`` (rows of ``lengths``)."""
+    row = np.zeros((len(table), table.shape[1] + 1), dtype=np.int64)
+    for c in x:
+        row = _lcs_step(row, c, table)
+    return row[np.arange(len(table)), lengths]
+
+
+def _lcs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One longest common subsequence of ``a`` and ``b``."""
+    dp = [np.zeros((1, len(b) + 1), dtype=np.int64)]
+    for c in a:
+        dp.append(_lcs_step(dp[-1], c, b[None, :]))
+    dp = np.concatenate(dp)
+    i, j, out = len(a), len(b), []
+    while i and j:
+        if a[i - 1] == b[j - 1]:
+            out.append(a[i - 1])
+            i, j = i - 1, j - 1
+        elif dp[i - 1, j] >= dp[i, j - 1]:
+            i -= 1
+        else:
+            j -= 1
+    return np.array(out[::-1], dtype=np.int64)
 
 
 def figures(small: bool = False) -> dict:
@@ -294,13 +365,14 @@ def thesis_size(size: tuple[int, int] = THESIS_SIZE, name: str = "lda_thesis_siz
 
 WEIGHTS = (0.5, 0.55, 0.6, 0.7, 0.8)
 WEIGHT_SEEDS = (2011, 20085, 1, 2, 3)
-RELEASE_FILE = {"member_weighted": True, "refine_rounds": 4}  # releases/lda_trajectories.yaml
+# releases/lda_trajectories.yaml until 2026-11-29 (benchmarks/lda.md, "The release file's setting")
+RELEASE_FILE_BEFORE = {"member_weighted": True, "refine_rounds": 4}
 
 
 def weights() -> dict:
     """w_ICD from 0.5 to 0.8 (IV.4.6, Fig. 15) on ``synpuf_release`` and
-    ``synpuf_d50``, thesis and release-file settings, seed ``SEED``; and
-    w_ICD = 0.55, release-file setting, over ``WEIGHT_SEEDS`` on those two
+    ``synpuf_d50``, thesis and release-file settings (``RELEASE_FILE_BEFORE``), seed
+    ``SEED``; and w_ICD = 0.55, release-file setting, over ``WEIGHT_SEEDS`` on those two
     and ``synpuf_d4`` (benchmarks/lda.md, "The attribute weights")."""
     cohorts = {name: pairs.drop(columns="service_date")
                for name, pairs in synpuf_cohorts(synpuf_pairs()).items()}
@@ -314,8 +386,8 @@ def weights() -> dict:
 
     sweep = {f"{name} w_icd={w} {label}": run(name, w, SEED, options)
              for name in ("synpuf_release", "synpuf_d50") for w in WEIGHTS
-             for label, options in (("thesis", {}), ("release_file", RELEASE_FILE))}
-    seeds = {f"{name} w_icd=0.55 release_file seed={seed}": run(name, 0.55, seed, RELEASE_FILE)
+             for label, options in (("thesis", {}), ("release_file", RELEASE_FILE_BEFORE))}
+    seeds = {f"{name} w_icd=0.55 release_file seed={seed}": run(name, 0.55, seed, RELEASE_FILE_BEFORE)
              for name in ("synpuf_release", "synpuf_d50", "synpuf_d4") for seed in WEIGHT_SEEDS}
     return {"sweep": sweep, "seeds": seeds}
 
@@ -336,8 +408,8 @@ def shared_code_bonus() -> dict:
             plain = cohort_pairs.drop(columns="service_date")
             runs = {"thesis": {}, **{f"bonus={b}": {"shared_code_bonus": b} for b in BONUSES}}
             if source == "sample1_2010":
-                runs |= {"release_file": RELEASE_FILE,
-                         "release_file+bonus=1.0": {**RELEASE_FILE, "shared_code_bonus": 1.0},
+                runs |= {"release_file": RELEASE_FILE_BEFORE,
+                         "release_file+bonus=1.0": {**RELEASE_FILE_BEFORE, "shared_code_bonus": 1.0},
                          **{f"bonus={b} w_icd={w}": {"shared_code_bonus": b, "w_icd": w,
                                                      "w_age": round(1 - w, 2)}
                             for b, w in BONUS_WEIGHTS}}
@@ -370,7 +442,7 @@ def age_block() -> dict:
                     **{f"bonus={b} age_block=16": {"shared_code_bonus": b, **block}
                        for b in BLOCK_BONUSES},
                     "release_file+bonus=4.0 age_block=16": {
-                        **RELEASE_FILE, "shared_code_bonus": 4.0, **block},
+                        **RELEASE_FILE_BEFORE, "shared_code_bonus": 4.0, **block},
                     f"bonus=4.0 age_block=16 lookahead={LOOKAHEAD}": ahead}
             if name == "synpuf_d50":
                 runs |= {f"bonus={b} age_block=16 seed={seed}": {
@@ -383,6 +455,53 @@ def age_block() -> dict:
                 "data": describe(cohort_pairs),
                 **{label: short(anonymize(plain, "a-gs", **options))
                    for label, options in runs.items()}}
+    return out
+
+
+RELEASE_ICD10 = RELEASE.with_name("lda_trajectories_icd10.yaml")
+
+
+def release_settings(path: Path = RELEASE) -> dict:
+    """The LDAConfig fields a release file sets beyond the defaults' thesis
+    setting: its seed and its opt-in deviations (``OPT_IN``)."""
+    params = yaml.safe_load(path.read_text())["params"]
+    return {"seed": params["seed"], **{name: params[name] for name in OPT_IN if name in params}}
+
+
+def release_file() -> dict:
+    """The shipped release files' setting against ``RELEASE_FILE_BEFORE`` and the
+    thesis setting, each with the file's seed (benchmarks/lda.md, "The release
+    file's setting"): every SynPUF code selection of Sample 1's 2010 inpatient
+    claims and of TestB, with ``kept_bound`` and ``codes_first`` (codes alone,
+    and within ``AGE_BLOCK``-year nodes), and TestB's release cohort carried to
+    ICD-10-CM by the GEM as ``bench_icd10`` carries it, with
+    ``lda_trajectories_icd10.yaml``'s setting."""
+    from benchmarks import bench_icd10
+
+    now, now10 = release_settings(), release_settings(RELEASE_ICD10)
+    runs = {"thesis": {"seed": now["seed"]}, "before": {**RELEASE_FILE_BEFORE, "seed": now["seed"]},
+            "release_file": now}
+    out = {"settings": {"before": RELEASE_FILE_BEFORE, "release_file": now,
+                        "release_file_icd10": now10}}
+    for source, pairs in (("sample1_2010", sample1_pairs()), ("testb", synpuf_pairs())):
+        for name, cohort_pairs in synpuf_cohorts(pairs).items():
+            plain = cohort_pairs.drop(columns="service_date")
+            out[f"{source}.{name}"] = {
+                "data": describe(cohort_pairs), "kept_bound": round(kept_bound(plain), 1),
+                "codes_first": round(codes_first(plain), 1),
+                f"codes_first_{AGE_BLOCK}y": round(codes_first(plain, width=AGE_BLOCK), 1),
+                **{label: short(anonymize(plain, "a-gs", **options))
+                   for label, options in runs.items()}}
+    pairs = synpuf_pairs(limit=bench_icd10.PATIENTS)
+    mapping = bench_icd10.gem_forward(pd.read_csv(bench_icd10.GEM, dtype=str),
+                                      sources=pairs["code"].unique())
+    both, _ = bench_icd10.mapped_cohort(
+        synpuf_cohorts(pairs)["synpuf_release"].drop(columns="service_date"), mapping)
+    icd10 = both[["patient_id", "icd10", "age"]].rename(columns={"icd10": "code"})
+    out["testb_icd10.synpuf_release"] = {
+        "data": describe(icd10),
+        **{label: short(anonymize(icd10, "a-gs", code_system="icd10cm", **options))
+           for label, options in {**runs, "release_file": now10}.items()}}
     return out
 
 
@@ -409,6 +528,9 @@ if __name__ == "__main__":
     elif "--age-block" in sys.argv:
         run_benchmark("lda_age_block", age_block, k=K, seed=SEED, seeds=WEIGHT_SEEDS,
                       note="sample1_2010: benchmarks/data/SOURCES.md")
+    elif "--release-file" in sys.argv:
+        run_benchmark("lda_release_file", release_file, k=K, seed=release_settings()["seed"],
+                      note="sample1_2010: benchmarks/data/SOURCES.md; ICD-10-CM: bench_icd10's GEM")
     elif "--weights" in sys.argv:
         run_benchmark("lda_weights", weights, k=K, seed=SEED, seeds=WEIGHT_SEEDS)
     else:

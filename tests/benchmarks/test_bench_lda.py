@@ -8,8 +8,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from anonymizers.errors import ParameterError
+from anonymizers.longitudinal import LDAConfig
+from anonymizers.longitudinal.config import OPT_IN
 from anonymizers.synthetic import SyntheticConfig, generate
 from anonymizers.synthetic_views import _age, top_codes, trajectories
 from benchmarks import bench_lda
@@ -109,6 +113,54 @@ def test_kept_bound_on_a_small_example():
     assert bench_lda.kept_bound(df, k=3) == pytest.approx(100 * 3 / 7)
     assert bench_lda.kept_bound(df, k=2) == pytest.approx(100 * 5 / 7)  # 2 + 2 + 1
     assert bench_lda.kept_bound(df, k=4) == 0.0
+
+
+def test_codes_first_keeps_each_clusters_common_subsequence():
+    """k = 2, a (250 272 401) the longest: codes alone pair it with b (the
+    same three categories, 35 years older), keeping 3 + 3, and c (250 724)
+    with d (401), keeping none: 6 of 9.  Within 16-year nodes a takes c
+    (250 shared) and b takes d (401 shared): 2 + 2 of 9."""
+    rows = [("a", "25000", 60), ("a", "4011", 60), ("a", "2724", 60),
+            ("b", "25001", 95), ("b", "4019", 95), ("b", "2720", 95),
+            ("c", "25002", 61), ("c", "7245", 61), ("d", "4010", 96)]
+    df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+    assert bench_lda.codes_first(df, k=2) == pytest.approx(100 * 6 / 9)
+    assert bench_lda.codes_first(df, k=2, width=16) == pytest.approx(100 * 4 / 9)
+    assert bench_lda.codes_first(df, k=4) == 0.0  # one cluster: nothing common to all four
+
+
+def _lcs_length(a, b) -> int:
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            table[i + 1][j + 1] = table[i][j] + 1 if x == y else max(table[i][j + 1],
+                                                                     table[i + 1][j])
+    return table[-1][-1]
+
+
+def _is_subsequence(sub, seq) -> bool:
+    it = iter(seq)
+    return all(any(x == y for y in it) for x in sub)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=12), st.lists(st.integers(0, 4), max_size=12))
+def test_lcs_is_a_longest_common_subsequence(a, b):
+    a, b = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+    common = bench_lda._lcs(a, b)
+    assert len(common) == _lcs_length(a.tolist(), b.tolist())
+    assert _is_subsequence(common.tolist(), a.tolist())
+    assert _is_subsequence(common.tolist(), b.tolist())
+    table = np.full((1, max(len(b), 1)), -1)
+    table[0, :len(b)] = b
+    assert bench_lda._lcs_lengths(a, table, np.array([len(b)]))[0] == len(common)
+
+
+def test_release_settings_are_the_files_opt_ins_and_seed():
+    settings_ = bench_lda.release_settings()
+    LDAConfig(k=5, **settings_)  # the file's setting is a valid configuration
+    assert set(settings_) - {"seed"} <= set(OPT_IN) and settings_["seed"] == 20085
+    assert bench_lda.release_settings(bench_lda.RELEASE_ICD10).keys() == settings_.keys()
 
 
 def _expected_pairs(config: SyntheticConfig) -> pd.DataFrame:
