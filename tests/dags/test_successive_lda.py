@@ -67,7 +67,8 @@ def test_utility_with_and_without_the_defence_is_reported(runs, warehouse):
     # the release file's opt-in deviations are named beside the figures (both runs)
     for run in runs[:2]:
         words = audit(warehouse, RELEASE, run.run_id)["metrics"]["lda"]["deviations_from_paper"]
-        assert words.startswith("member_weighted = true (") and "; refine_rounds = 4 (" in words
+        assert words.startswith("member_weighted = true (")
+        assert "; shared_code_bonus = 4" in words and "; lookahead = 20 (" in words
 
 
 def test_the_releases_view_shows_both_runs(runs):
