@@ -32,7 +32,10 @@ release.  ``python -m benchmarks.bench_lda`` from the repository root;
 ``python -m benchmarks.bench_lda --bound`` prints ``kept_bound`` of each
 SynPUF cohort (an upper bound on any k-anonymous in-order release, below);
 ``--thesis-size`` runs ``d50_synthetic`` at D_50^Pop's 27,639 patients (about
-20 minutes) into ``results/lda_thesis_size.json``; ``--weights`` sweeps
+20 minutes) into ``results/lda_thesis_size.json`` (with ``--release-file``, the
+release file's setting, into ``results/lda_thesis_size_release_file.json``);
+``--release-file`` alone compares the release files' setting with their earlier
+one on the SynPUF cohorts into ``results/lda_release_file.json``; ``--weights`` sweeps
 w_ICD on two SynPUF cohorts (about 10 minutes) into ``results/lda_weights.json``;
 ``--shared-codes`` runs the opt-in shared-code bonus on the SynPUF code selections of
 TestB and of Sample 1's 2010 inpatient claims (``sample1_pairs``, kept in
@@ -248,14 +251,17 @@ def kept_bound(pairs: pd.DataFrame, k: int = K) -> float:
 
 def codes_first(pairs: pd.DataFrame, k: int = K, width: int | None = None) -> float:
     """Percent of ICD values kept at 3-digit or finer by a clustering that
-    looks at codes alone (not LDA, not a bound; benchmarks/lda.md, "Where this
-    leaves the must-show"): MDAV's sizes, each cluster from the longest
-    trajectory left, grown by the candidate sharing the longest common
+    looks at codes alone (not LDA, not a bound; benchmarks/lda.md, "The
+    release file's setting"): MDAV's cluster sizes, each cluster from the
+    longest trajectory left, grown by the candidate sharing the longest common
     subsequence of 3-digit categories with the cluster's common subsequence so
     far; a cluster keeps that subsequence for each member and suppresses the
     rest.  With ``width``, candidates whose ages stay with the cluster's in one
-    ``width``-year node of the age tree come first."""
+    ``width``-year node of the age tree come first; once the cluster spans two
+    nodes, codes alone decide (LDA's ``age_block`` still prices widening)."""
     seqs, table, lengths, ages = _category_sequences(pairs)
+    if len(seqs) < k:
+        return 0.0
     node = [(a - AGE_LOW) // width if width else np.zeros(1, dtype=np.int64) for a in ages]
     lo, hi = np.array([x.min() for x in node]), np.array([x.max() for x in node])
     alive, kept = np.ones(len(seqs), dtype=bool), 0
@@ -284,7 +290,7 @@ def _category_sequences(pairs: pd.DataFrame):
     codes = np.unique(d["cat"].to_numpy(), return_inverse=True)[1]
     rows = list(d.groupby("patient_id", sort=False).indices.values())
     seqs = [codes[i] for i in rows]
-    lengths = np.array([len(x) for x in seqs])
+    lengths = np.array([len(x) for x in seqs], dtype=np.int64)
     table = np.full((len(seqs), lengths.max(initial=0)), -1)
     for i, x in enumerate(seqs):
         table[i, :len(x)] = x
@@ -351,15 +357,20 @@ def figures(small: bool = False) -> dict:
 THESIS_SIZE = (27_639, 33_167)  # D_50^Pop's |D| (Table 3); members generated, 1.2 per patient
 
 
-def thesis_size(size: tuple[int, int] = THESIS_SIZE, name: str = "lda_thesis_size") -> dict:
-    """A-GS, thesis setting, on the generator's D_50-shaped cohort at D_50^Pop's
-    27,639 patients (``size``: patients, members generated): LDA's time and
-    memory at the thesis' scale, and whether the generator's figure grows with
-    the cohort (benchmarks/lda.md)."""
+def thesis_size(size: tuple[int, int] = THESIS_SIZE, name: str = "lda_thesis_size",
+                options: dict | None = None) -> dict:
+    """A-GS, thesis setting (or ``options``: more LDAConfig fields, e.g. a
+    release file's ``release_settings``), on the generator's D_50-shaped cohort
+    at D_50^Pop's 27,639 patients (``size``: patients, members generated):
+    LDA's time and memory at the thesis' scale, and whether the generator's
+    figure grows with the cohort (benchmarks/lda.md)."""
     pairs = d50_synthetic(*size).drop(columns="service_date")  # as ``cohort`` runs it
+    options = options or {}
     return run_benchmark(name,
-                         lambda: {"data": describe(pairs), "a-gs": anonymize(pairs, "a-gs")},
-                         k=K, w_icd=0.5, w_age=0.5, seed=SEED,
+                         lambda: {"data": describe(pairs),
+                                  "a-gs": anonymize(pairs, "a-gs", **options)},
+                         k=K, w_icd=0.5, w_age=0.5, seed=options.get("seed", SEED),
+                         options=options,
                          note=f"d50_synthetic{size}; data generated before the clock")
 
 
@@ -462,9 +473,16 @@ RELEASE_ICD10 = RELEASE.with_name("lda_trajectories_icd10.yaml")
 
 
 def release_settings(path: Path = RELEASE) -> dict:
-    """The LDAConfig fields a release file sets beyond the defaults' thesis
-    setting: its seed and its opt-in deviations (``OPT_IN``)."""
+    """The LDAConfig fields a release file sets beyond the benchmark's own
+    (k, A-GS, w_ICD 0.5, the data's domain): its seed and its opt-in deviations
+    (``OPT_IN``).  A file that changes one of the benchmark's own is refused,
+    so that its figures never describe a setting the file does not ship."""
     params = yaml.safe_load(path.read_text())["params"]
+    own = {"k": K, "alignment": "a-gs", "w_icd": 0.5, "icd_domain": "data"}
+    changed = [name for name, value in own.items() if params.get(name, value) != value]
+    if changed:
+        raise ValueError(f"{path.name} sets {', '.join(changed)} away from the benchmark's "
+                         f"{own}: release_file() would not measure the file's setting")
     return {"seed": params["seed"], **{name: params[name] for name in OPT_IN if name in params}}
 
 
@@ -520,6 +538,8 @@ if __name__ == "__main__":
         for name, cohort_pairs in synpuf_cohorts(synpuf_pairs()).items():
             print(f"{name}: at most {kept_bound(cohort_pairs):.1f}% of ICD values at "
                   f"3-digit or finer (k={K})")
+    elif "--thesis-size" in sys.argv and "--release-file" in sys.argv:
+        thesis_size(name="lda_thesis_size_release_file", options=release_settings())
     elif "--thesis-size" in sys.argv:
         thesis_size()
     elif "--shared-codes" in sys.argv:

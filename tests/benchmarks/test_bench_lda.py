@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonymizers.errors import ParameterError
 from anonymizers.longitudinal import LDAConfig
-from anonymizers.longitudinal.config import OPT_IN
 from anonymizers.synthetic import SyntheticConfig, generate
 from anonymizers.synthetic_views import _age, top_codes, trajectories
 from benchmarks import bench_lda
@@ -129,6 +129,31 @@ def test_codes_first_keeps_each_clusters_common_subsequence():
     assert bench_lda.codes_first(df, k=4) == 0.0  # one cluster: nothing common to all four
 
 
+def test_codes_first_sizes_clusters_as_mdav_and_starts_from_the_longest():
+    """Three patients, k = 2: MDAV makes one cluster of three (not two and
+    one), so only 250 is common: 3 of 7.  Four patients, k = 2, the longest
+    (z) last in id order: z takes x (250 401 in common; y ties, x is first),
+    then w and y share nothing: 4 of 9.  Starting from the first id (w) would
+    pair w with x (250) and y with z (272 401): 6 of 9."""
+    rows = [("a", "25000", 60), ("a", "4011", 60), ("a", "2724", 60),
+            ("b", "25001", 60), ("b", "4019", 60), ("b", "2720", 60), ("c", "25002", 61)]
+    df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+    assert bench_lda.codes_first(df, k=2) == pytest.approx(100 * 3 / 7)
+    rows = [("w", "25000", 60), ("w", "7245", 60),
+            ("x", "25001", 60), ("x", "4019", 60),
+            ("y", "2720", 70), ("y", "4010", 70),
+            ("z", "25002", 70), ("z", "2724", 70), ("z", "4011", 70)]
+    df = pd.DataFrame(rows, columns=["patient_id", "code", "age"])
+    assert bench_lda.codes_first(df, k=2) == pytest.approx(100 * 4 / 9)
+
+
+def test_codes_first_and_kept_bound_on_too_few_patients():
+    empty = pd.DataFrame({"patient_id": [], "code": [], "age": []})
+    assert bench_lda.kept_bound(empty) == 0.0 and bench_lda.codes_first(empty) == 0.0
+    one = pd.DataFrame([("a", "25000", 60)], columns=["patient_id", "code", "age"])
+    assert bench_lda.codes_first(one, k=5) == 0.0 and bench_lda.kept_bound(one, k=5) == 0.0
+
+
 def _lcs_length(a, b) -> int:
     table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
     for i, x in enumerate(a):
@@ -156,11 +181,21 @@ def test_lcs_is_a_longest_common_subsequence(a, b):
     assert bench_lda._lcs_lengths(a, table, np.array([len(b)]))[0] == len(common)
 
 
-def test_release_settings_are_the_files_opt_ins_and_seed():
-    settings_ = bench_lda.release_settings()
-    LDAConfig(k=5, **settings_)  # the file's setting is a valid configuration
-    assert set(settings_) - {"seed"} <= set(OPT_IN) and settings_["seed"] == 20085
-    assert bench_lda.release_settings(bench_lda.RELEASE_ICD10).keys() == settings_.keys()
+def test_release_settings_are_what_the_pipeline_runs(tmp_path):
+    """The opt-ins the benchmark reads are the ones the plugin names for the
+    file's runs; a file that moves the benchmark's own setting is refused."""
+    from deid.methods import lda as plugin
+
+    for path in (bench_lda.RELEASE, bench_lda.RELEASE_ICD10):
+        params = yaml.safe_load(path.read_text())["params"]
+        settings_ = bench_lda.release_settings(path)
+        assert settings_["seed"] == params["seed"]
+        assert LDAConfig(k=5, **settings_).deviations() == plugin.deviations(params) != {}
+    moved = yaml.safe_load(bench_lda.RELEASE.read_text())
+    moved["params"]["w_icd"] = 0.55
+    (tmp_path / "moved.yaml").write_text(yaml.safe_dump(moved))
+    with pytest.raises(ValueError, match="w_icd"):
+        bench_lda.release_settings(tmp_path / "moved.yaml")
 
 
 def _expected_pairs(config: SyntheticConfig) -> pd.DataFrame:

@@ -85,15 +85,13 @@ def _pairs(run, params) -> pd.DataFrame:
 
 def _lda(pairs: pd.DataFrame, params):
     from anonymizers.longitudinal import LDAConfig, lda
+    from anonymizers.longitudinal.config import OPT_IN
 
     return lda(pairs, LDAConfig(
         k=params["k"], w_icd=params["w_icd"], w_age=1 - params["w_icd"],
         alignment=params["alignment"], seed=params["seed"],
         icd_domain=params.get("icd_domain", "data"),
-        member_weighted=params.get("member_weighted", False),
-        refine_rounds=params.get("refine_rounds", 0),
-        shared_code_bonus=params.get("shared_code_bonus", 0.0),
-        age_block=params.get("age_block", 0), lookahead=params.get("lookahead", 0),
+        **{name: params[name] for name in OPT_IN if name in params},
         pseudonym_key=pseudonym_key(),
         code_system=params.get("code_system", "icd9cm")))
 
@@ -170,13 +168,13 @@ def _beside_without_defence(run, params, pairs: pd.DataFrame, whole=None) -> dic
 
     The independent run uses the run's own parameters, opt-in deviations
     included: the figures beside the release's must differ by the defence
-    alone, and refinement moves them (on the release's 393 DE-SynPUF
-    trajectories ICD values kept at 3-digit or finer 27.8 % with member
-    weighting alone, 29.3 % with 4 rounds; benchmarks/results/lda.json).
-    So it is LDA over the whole cohort again, refinement and all (there
-    29.9 s against 3.5 s without refinement), skipped only where its result
-    is already known: ``whole``, the run's own result when every patient of
-    the cohort is new (the same pairs and parameters, the same release)."""
+    alone, and the deviations move them (on the release's 393 DE-SynPUF
+    trajectories ICD values kept at 3-digit or finer 27.6 % at the thesis
+    setting, 37.0 % with the release file's, which takes 14.8 s against 2.2 s;
+    benchmarks/results/lda_release_file.json).  So it is LDA over the whole
+    cohort again, skipped only where its result is already known: ``whole``,
+    the run's own result when every patient of the cohort is new (the same
+    pairs and parameters, the same release)."""
     from anonymizers.successive.kanon import coverage
 
     without = (whole if whole is not None else _lda(pairs, params)).metrics
