@@ -470,6 +470,7 @@ def age_block() -> dict:
 
 
 RELEASE_ICD10 = RELEASE.with_name("lda_trajectories_icd10.yaml")
+GENERATED_SIZES = ((1_000, 1_200), (4_000, 4_800))  # d50_synthetic (patients, members)
 
 
 def release_settings(path: Path = RELEASE) -> dict:
@@ -493,7 +494,8 @@ def release_file() -> dict:
     claims and of TestB, with ``kept_bound`` and ``codes_first`` (codes alone,
     and within ``AGE_BLOCK``-year nodes), and TestB's release cohort carried to
     ICD-10-CM by the GEM as ``bench_icd10`` carries it, with
-    ``lda_trajectories_icd10.yaml``'s setting."""
+    ``lda_trajectories_icd10.yaml``'s setting; and the generator's D_50-shaped
+    cohort at ``GENERATED_SIZES`` (thesis and file setting)."""
     from benchmarks import bench_icd10
 
     now, now10 = release_settings(), release_settings(RELEASE_ICD10)
@@ -520,6 +522,12 @@ def release_file() -> dict:
         "data": describe(icd10),
         **{label: short(anonymize(icd10, "a-gs", code_system="icd10cm", **options))
            for label, options in {**runs, "release_file": now10}.items()}}
+    for size in GENERATED_SIZES:  # the larger, D_50^Pop's: --thesis-size --release-file
+        generated = d50_synthetic(*size).drop(columns="service_date")
+        out[f"d50_synthetic.{size[0]}"] = {
+            "data": describe(generated),
+            **{label: short(anonymize(generated, "a-gs", **runs[label]))
+               for label in ("thesis", "release_file")}}
     return out
 
 
