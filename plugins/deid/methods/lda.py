@@ -170,7 +170,7 @@ def _beside_without_defence(run, params, pairs: pd.DataFrame, whole=None) -> dic
     included: the figures beside the release's must differ by the defence
     alone, and the deviations move them (on the release's 393 DE-SynPUF
     trajectories ICD values kept at 3-digit or finer 27.6 % at the thesis
-    setting, 37.0 % with the release file's, which takes 14.8 s against 2.2 s;
+    setting, 37.0 % with the release file's, in about 14 s against 2 s;
     benchmarks/results/lda_release_file.json).  So it is LDA over the whole
     cohort again, skipped only where its result is already known: ``whole``,
     the run's own result when every patient of the cohort is new (the same
