@@ -57,6 +57,7 @@ import yaml
 from anonymizers.longitudinal import LDAConfig, lda
 from anonymizers.longitudinal.config import OPT_IN
 from anonymizers.longitudinal.hierarchies import AGE_LOW
+from anonymizers.longitudinal.shared_codes import lcs_lengths, lcs_step
 from anonymizers.synthetic import SyntheticConfig
 from anonymizers.synthetic_views import category, trajectories
 from anonymizers.verify.longitudinal import verify_lda
@@ -243,7 +244,7 @@ def kept_bound(pairs: pd.DataFrame, k: int = K) -> float:
         return 0.0
     kept = 0
     for t, x in enumerate(seqs):
-        lcs = _lcs_lengths(x, table, lengths)
+        lcs = lcs_lengths(x, table, lengths)
         lcs[t] = -1
         kept += int(np.sort(lcs)[::-1][k - 2]) if k > 1 else len(x)
     return 100.0 * kept / lengths.sum()
@@ -274,7 +275,7 @@ def codes_first(pairs: pd.DataFrame, k: int = K, width: int | None = None) -> fl
         for _ in range(size - 1):
             cand = np.flatnonzero(alive)
             inside = np.minimum(lo[cand], low) == np.maximum(hi[cand], high)
-            score = _lcs_lengths(common, table[cand], lengths[cand]) + inside * table.size
+            score = lcs_lengths(common, table[cand], lengths[cand]) + inside * table.size
             c = int(cand[np.argmax(score)])
             common, low, high = _lcs(common, seqs[c]), min(low, lo[c]), max(high, hi[c])
             alive[c] = False
@@ -298,26 +299,11 @@ def _category_sequences(pairs: pd.DataFrame):
     return seqs, table, lengths, [age[i] for i in rows]
 
 
-def _lcs_step(row: np.ndarray, c, table: np.ndarray) -> np.ndarray:
-    """The next row of the LCS DP of a sequence against every row of
-    ``table`` (``row``: rows x cols+1), after the sequence's value ``c``."""
-    step = np.maximum(row[:, 1:], row[:, :-1] + (table == c))
-    return np.concatenate([row[:, :1], np.maximum.accumulate(step, axis=1)], axis=1)
-
-
-def _lcs_lengths(x: np.ndarray, table: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """LCS length of ``x`` with every row of ``table`` (rows of ``lengths``)."""
-    row = np.zeros((len(table), table.shape[1] + 1), dtype=np.int64)
-    for c in x:
-        row = _lcs_step(row, c, table)
-    return row[np.arange(len(table)), lengths]
-
-
 def _lcs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """One longest common subsequence of ``a`` and ``b``."""
     dp = [np.zeros((1, len(b) + 1), dtype=np.int64)]
     for c in a:
-        dp.append(_lcs_step(dp[-1], c, b[None, :]))
+        dp.append(lcs_step(dp[-1].copy(), c, b[None, :]))
     dp = np.concatenate(dp)
     i, j, out = len(a), len(b), []
     while i and j:

@@ -79,16 +79,28 @@ class SharedCategories:
 
     def lcs(self, x: int | Pairs, candidates: np.ndarray) -> np.ndarray:
         """Per candidate, the longest common subsequence of its categories and
-        the values of ``x`` at category level or finer (one DP row per value)."""
+        the values of ``x`` at category level or finer."""
         candidates = np.asarray(candidates, dtype=np.int64)
-        rows = self.table[candidates]
-        row = np.zeros((len(candidates), rows.shape[1] + 1), dtype=np.int64)
-        for c in self.of(x):
-            if c < 0:
-                continue
-            step = np.maximum(row[:, 1:], row[:, :-1] + (rows == c))
-            row[:, 1:] = np.maximum.accumulate(step, axis=1)
-        return row[np.arange(len(candidates)), self.lengths[candidates]]
+        values = self.of(x)
+        return lcs_lengths(values[values >= 0], self.table[candidates], self.lengths[candidates])
+
+
+def lcs_step(row: np.ndarray, value, table: np.ndarray) -> np.ndarray:
+    """One DP row of the LCS of a sequence against every row of ``table``
+    (``row``: rows x cols+1, updated in place and returned) after the
+    sequence's next ``value``; pad ``table`` with a value no sequence holds."""
+    step = np.maximum(row[:, 1:], row[:, :-1] + (table == value))
+    row[:, 1:] = np.maximum.accumulate(step, axis=1)
+    return row
+
+
+def lcs_lengths(x: np.ndarray, table: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The LCS length of sequence ``x`` with each row of ``table`` (row i
+    holds a sequence of ``lengths[i]`` values, then padding)."""
+    row = np.zeros((len(table), table.shape[1] + 1), dtype=np.int64)
+    for value in x:
+        lcs_step(row, value, table)
+    return row[np.arange(len(table)), lengths]
 
 
 def credited(from_cluster, shared: SharedCategories, bonus: float):

@@ -178,7 +178,7 @@ def test_lcs_is_a_longest_common_subsequence(a, b):
     assert _is_subsequence(common.tolist(), b.tolist())
     table = np.full((1, max(len(b), 1)), -1)
     table[0, :len(b)] = b
-    assert bench_lda._lcs_lengths(a, table, np.array([len(b)]))[0] == len(common)
+    assert bench_lda.lcs_lengths(a, table, np.array([len(b)]))[0] == len(common)
 
 
 def test_release_settings_are_what_the_pipeline_runs(tmp_path):
